@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from types import MethodType
+from types import CodeType, MethodType
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,6 +262,13 @@ def _follow(owner: ModuleStack, model: torch.nn.Module, tracer: Recorder,
         owner.handles = _preserve_hooks(model, tracer, preserve, found, calls, stack)
 
 
+def followed(value: Any) -> bool:
+    """Whether `value` (a module's ``_compiled_call_impl``) is an export's own, set while it
+    follows that module's calls (``_follow``): what another export running at the same time
+    leaves alone in its snapshot of the module and its scan for the user's code."""
+    return type(value) is MethodType and value.__func__.__code__ is _TRACKED
+
+
 def _install(done: list, walk: list, at: tuple, tracked: Any) -> bool:
     """Set the ``_compiled_call_impl`` of each submodule (at those places of `walk`) to
     `tracked` bound to it, listed in `done`; False (and nothing set) where one has its own
@@ -269,9 +276,9 @@ def _install(done: list, walk: list, at: tuple, tracked: Any) -> bool:
     for i in at:
         mod = walk[i][1]
         d = mod.__dict__
-        if _CALL_ATTR in d:
-            break
-        call = d[_CALL_ATTR] = MethodType(tracked, mod)
+        call = MethodType(tracked, mod)
+        if d.setdefault(_CALL_ATTR, call) is not call:  # (one step in C: another thread's
+            break  # export may be setting the same modules' now)
         done.append((d, call))
     else:
         return True
@@ -280,6 +287,11 @@ def _install(done: list, walk: list, at: tuple, tracked: Any) -> bool:
             del d[_CALL_ATTR]
     done.clear()
     return False
+
+
+# the code of _follow's `tracked` (every export's is a closure of this one code object)
+_TRACKED = next(c for c in _follow.__code__.co_consts
+                if isinstance(c, CodeType) and c.co_name == "tracked")
 
 
 def _preserve_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str],

@@ -152,3 +152,58 @@ def test_a_class_with_its_own_call_keeps_its_stacks() -> None:
     torch.testing.assert_close(ep.module()(x), m(x))
     for mod in m.modules():
         assert "_compiled_call_impl" not in vars(mod)
+
+
+_PACE: dict = {}
+
+
+class _Paced(nn.Module):
+    """Exported on two threads at once, paced so that the second export starts while the
+    first follows the modules' calls and ends after the first ended."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.out = nn.Linear(3, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.lin(x)
+        name = threading.current_thread().name
+        if name == "first":
+            _PACE["first_in"].set()
+            assert _PACE["second_in"].wait(timeout=120)
+        elif name == "second":
+            _PACE["second_in"].set()
+            assert _PACE["first_done"].wait(timeout=120)
+        return self.out(y.relu())
+
+
+def test_an_export_overlapping_another_of_the_same_model_leaves_nothing_behind() -> None:
+    """The second export's snapshot of the modules holds the first's calls set on them;
+    the first removes them when it ends, and the second does not put them back."""
+    torch.manual_seed(0)
+    model = _Paced().eval()
+    x = torch.randn(4, 3)
+    serial = _stacks(st.export(model, (x,)))
+    _PACE.update(first_in=threading.Event(), second_in=threading.Event(),
+                 first_done=threading.Event())
+    got: dict = {}
+
+    def run(name: str) -> None:
+        try:
+            got[name] = _stacks(st.export(model, (x,)))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            got[name] = exc
+
+    first = threading.Thread(target=run, args=("first",), name="first")
+    second = threading.Thread(target=run, args=("second",), name="second")
+    first.start()
+    assert _PACE["first_in"].wait(timeout=120)
+    second.start()
+    first.join(timeout=300)
+    _PACE["first_done"].set()
+    second.join(timeout=300)
+    assert got == {"first": serial, "second": serial}
+    for m in model.modules():
+        assert "_compiled_call_impl" not in vars(m)
+    torch.testing.assert_close(model(x), model.out(model.lin(x).relu()))
