@@ -22,7 +22,8 @@ from torch.nn.modules import module as nn_module
 def with_root_hooks(model: Any, fn: Callable, ours: Collection[int] = ()) -> Callable:
     """`fn` (what the export calls for the model's forward) with the forward pre-hooks and
     hooks that eager runs around `model`'s call, read when it is called; `ours`: the ids
-    of the export's own global hooks, left out."""
+    of the export's own global hooks, left out (a live collection: the module stack may
+    register them while tracing)."""
     if not isinstance(model, torch.nn.Module):
         return fn
 

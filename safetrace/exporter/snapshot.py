@@ -12,6 +12,7 @@ import torch
 
 from safetrace import errors as E
 from safetrace import pytree
+from safetrace.trace.modules import followed
 from safetrace.trace.proxy import Proxy
 
 
@@ -42,6 +43,9 @@ def items_changed(obj: Any, contents: Any) -> bool:
 
 
 _MODULE_INTERNALS = frozenset(torch.nn.Module().__dict__)
+# where an export following a module's calls sets its own call (trace/modules.py): another
+# export running at the same time may set or remove it while this one runs
+_FOLLOWED_KEY = "_compiled_call_impl"
 # tuple(a module's __dict__ keys) -> (those that are not nn.Module's own, an itemgetter
 # of their values or None for fewer than two) (modules of one class share one key layout:
 # the filter runs once per layout)
@@ -217,7 +221,13 @@ class ModuleGuard:
                     or tuple(d) != layout:  # (the keys at entry: `everything`'s)
                 self._note_scalars(mname, mod, d, everything)
                 for k in [k for k in d if k not in everything]:
-                    del d[k]
+                    if not (k == _FOLLOWED_KEY and followed(d[k])):  # (another export's)
+                        del d[k]
+                if followed(everything.get(_FOLLOWED_KEY)):  # (another export's, which
+                    # removes it when it ends: never put back)
+                    everything = {k: v for k, v in everything.items() if k != _FOLLOWED_KEY}
+                    if not followed(d.get(_FOLLOWED_KEY)):
+                        d.pop(_FOLLOWED_KEY, None)
                 d.update(everything)
             if mod.training is not training:  # (bools; a Parameter named training: as is)
                 mod.training = training

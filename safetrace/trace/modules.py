@@ -1,5 +1,7 @@
-"""The module hierarchy of a trace: while ``st.export`` traces, global forward (pre-)hooks
-keep the stack of submodules being called, and the tracer stamps the current stack (one
+"""The module hierarchy of a trace: while ``st.export`` traces, the stack of submodules
+being called is kept (each submodule's call followed through its own
+``_compiled_call_impl``, set for the export's duration, or through two global forward
+(pre-)hooks where that cannot be exact: ``_follow``), and the tracer stamps the current stack (one
 shared dict per stack state, so a node costs one reference) on each node it records, as
 torch.export writes ``nn_module_stack``.  The calls of modules named in
 ``preserve_module_call_signature`` are recorded too (the graph values in and out, their
@@ -7,13 +9,14 @@ pytree specs); ``ep.to_torch()`` (``interop/hierarchy.py``) makes them the modul
 signatures that ``torch.export.unflatten`` needs to rebuild a submodule that can be
 swapped.
 
-torch's global module hooks run on every thread: only the exporting thread's calls count.
+Only the exporting thread's calls count: other threads call the same modules as usual.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
+from types import CodeType, MethodType
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,29 +72,41 @@ class ModuleStack:
     """The context manager of ``module_stack`` (a class: every export enters one, and a
     generator's context manager costs more than its body for small models)."""
 
-    __slots__ = ("model", "tracer", "preserve", "walk", "found", "handles", "keys")
+    __slots__ = ("model", "tracer", "preserve", "walk", "found", "handles", "keys",
+                 "tracked")
 
     def __init__(self, model: Any, tracer: Recorder, preserve: Any,
                  walk: list | None) -> None:
         self.model, self.tracer, self.preserve, self.walk = model, tracer, preserve, walk
         self.found = Hierarchy()
         self.handles: list = []  # the preserved calls' hooks on their modules
-        self.keys: tuple[int, int] | None = None  # the global pre-hook's and hook's ids
+        # the global pre-hook's and hook's ids, once registered (a live set: the model's
+        # own call reads it, exporter/root_hooks.py, and hooks may come while tracing)
+        self.keys: set[int] = set()
+        self.tracked: list = []  # (module __dict__, its call) of each module followed
 
     def __enter__(self) -> Hierarchy:
         model, tracer, found = self.model, self.tracer, self.found
         preserve = _preserved_names(model, self.preserve)
         if not isinstance(model, torch.nn.Module):
             return found
-        self.keys, self.handles = _install_hooks(model, tracer, preserve, self.walk, found)
+        try:
+            _follow(self, model, tracer, preserve, self.walk, found)
+        except BaseException:
+            self.__exit__()
+            raise
         return found
 
     def __exit__(self, *exc: Any) -> None:
         if not isinstance(self.model, torch.nn.Module):
             return
-        if self.keys is not None:
-            _remove_global(*self.keys)
-            self.keys = None
+        for d, call in self.tracked:  # (each module's own: removed while it is ours)
+            if d.get(_CALL_ATTR) is call:
+                del d[_CALL_ATTR]
+        self.tracked = []
+        if self.keys:
+            _remove_global(self.keys)
+            self.keys.clear()
         for h in self.handles:
             h.remove()
         self.tracer.nn_stack = None
@@ -99,23 +114,56 @@ class ModuleStack:
         # (a preserved module the forward never calls keeps no signature: torch.export's
         # entry for it has signature None; unflatten makes it an empty module)
 
-    def global_hook_ids(self) -> frozenset[int]:
-        """The ids of the global module hooks this stack registered (while entered): the
-        export's own, not the user's (``exporter/root_hooks.py`` leaves them out)."""
-        return frozenset(self.keys or ())
+    def global_hook_ids(self) -> set[int]:
+        """The ids of the global module hooks this stack registered (a live set, while
+        entered): the export's own, not the user's (``exporter/root_hooks.py`` leaves them
+        out)."""
+        return self.keys
 
 
-def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str],
-                   walk: list | None, found: Hierarchy) -> tuple[tuple[int, int], list]:
-    """Register the hooks that keep the stack (and record the preserved calls); gives
-    the global hooks' ids and the preserved calls' hook handles."""
+_CALL_ATTR = "_compiled_call_impl"  # (nn.Module.__call__ calls it instead of _call_impl)
+_MODULE = torch.nn.Module
+# torch's global module hook tables (mutated in place by torch, never rebound)
+_PRE_HOOKS, _POST_HOOKS = nn_module._global_forward_pre_hooks, nn_module._global_forward_hooks
+_BACK_HOOKS = nn_module._global_backward_hooks
+_BACK_PRE_HOOKS = nn_module._global_backward_pre_hooks
+_TRACING_STATE = torch._C._get_tracing_state
+
+
+def _plain_call(cls: type) -> bool:
+    """Whether ``cls(...)`` reaches ``_compiled_call_impl`` as nn.Module's call does."""
+    return cls.__call__ is _MODULE.__call__ and cls._call_impl is _MODULE._call_impl and \
+        getattr(cls, _CALL_ATTR, None) is None
+
+
+def _follow(owner: ModuleStack, model: torch.nn.Module, tracer: Recorder,
+            preserve: list[str], walk: list | None, found: Hierarchy) -> None:
+    """Follow the model's module calls on this thread, pushing and popping each call's
+    entry of ``tracer.nn_stack`` (and record the preserved calls).
+
+    Two ways, with the same stacks:
+
+    - **followed** (the usual case): each submodule's own ``_compiled_call_impl`` (which
+      ``nn.Module.__call__`` calls, when set, instead of ``_call_impl``) is this export's
+      `tracked` for the export's duration: on this thread, while no hook of any kind is
+      registered, it pushes the entry, calls ``forward`` as torch's ``_call_impl`` does
+      without hooks, and pops it; on any other thread it is ``_call_impl``.  No global
+      hook: torch's call takes its fast path.
+    - **hooked**: a global forward pre-hook and forward hook (``always_call``), as torch's
+      strict export follows calls.  From the start for preserved calls, global hooks
+      already registered, a class with its own ``__call__`` or ``_call_impl``, a module
+      compiled with ``Module.compile()`` or followed by another export; from the first
+      call that meets a hook otherwise (added while tracing: the export's global hooks
+      placed before those, where they would have been from the start)."""
     facts = getattr(walk, "facts", None)  # (pytree.walk_of's: kept while the walk is)
     tables = facts.get("stack") if facts is not None else None
+    if walk is None:
+        walk = module_walk(model)
     if tables is None:
-        tables = _tables(walk if walk is not None else module_walk(model))
+        tables = _tables(walk)
         if facts is not None:
             facts["stack"] = tables
-    names, modules, seats, infos = tables
+    names, modules, seats, infos, at, classes = tables
     seated: dict[tuple[str, int], int] = {}  # (container path, id(module)) -> calls so far
     found.modules = list(modules)
     found.root_type = _recorded_root(model) or _type_name(model)
@@ -125,9 +173,7 @@ def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str]
     thread = threading.get_ident()
     ident_now = threading.get_ident
 
-    def pre(module: torch.nn.Module, args: Any) -> None:
-        if ident_now() != thread:
-            return
+    def push(module: torch.nn.Module) -> None:
         ident = id(module)
         if ident in seats:
             ident = _seat(seats[ident], tracer.nn_stack, seated, ident)
@@ -145,9 +191,7 @@ def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str]
         tracer.nn_stack = current
         tracer.nn_layer = layer  # (the innermost call: the stack's last entry)
 
-    def post(module: torch.nn.Module, args: Any, output: Any) -> None:
-        if ident_now() != thread:
-            return
+    def pop(module: torch.nn.Module) -> None:
         while stack:
             ident, previous, layer = stack.pop()
             if previous is not None or names.get(ident):
@@ -156,7 +200,106 @@ def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str]
             if ident == id(module):
                 break
 
+    def pre(module: torch.nn.Module, args: Any) -> None:
+        if ident_now() == thread:
+            push(module)
+
+    def post(module: torch.nn.Module, args: Any, output: Any) -> None:
+        if ident_now() == thread:
+            pop(module)
+
+    def hook(first: bool) -> None:
+        """Follow calls with the two global hooks from now on; `first`: placed before any
+        global hook registered since the export began (none was there when it began, or
+        it would have been hooked from the start)."""
+        if owner.keys:
+            return
+        pre_id, post_id = _add_global(pre, post)
+        owner.keys.update((pre_id, post_id))
+        if first:
+            _PRE_HOOKS.move_to_end(pre_id, last=False)
+            _POST_HOOKS.move_to_end(post_id, last=False)
+
+    def tracked(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+        # (torch's _call_impl takes its fast path on the same condition, hooks aside)
+        if owner.keys or _PRE_HOOKS or _POST_HOOKS or _BACK_HOOKS or _BACK_PRE_HOOKS or \
+                module._forward_pre_hooks or module._forward_hooks or \
+                module._backward_hooks or module._backward_pre_hooks or \
+                _TRACING_STATE() or ident_now() != thread:
+            if ident_now() == thread:
+                hook(True)
+            return module._call_impl(*args, **kwargs)
+        ident = id(module)
+        info = None if ident in seats else infos.get(ident)
+        if info is None:  # (a seated module, or one outside the model's tree)
+            push(module)
+        else:  # (push, inline)
+            fqn = info[0]
+            n = calls.get(fqn, 0)
+            calls[fqn] = n + 1
+            key = f"{info[1]}@{n}" if n else info[1]
+            previous = tracer.nn_stack
+            stack.append((ident, previous, tracer.nn_layer))
+            current = dict(previous) if previous else {}
+            current[key] = layer = (fqn, info[2])
+            tracer.nn_stack = current
+            tracer.nn_layer = layer
+        try:
+            return module.forward(*args, **kwargs)
+        finally:  # (pop, inline)
+            while stack:
+                entry = stack.pop()
+                if entry[1] is not None or names.get(entry[0]):
+                    tracer.nn_stack, tracer.nn_layer = entry[1], entry[2]
+                if entry[0] == ident:
+                    break
+
+    if preserve or _PRE_HOOKS or _POST_HOOKS or _BACK_HOOKS or _BACK_PRE_HOOKS or \
+            not all(map(_plain_call, classes)) or not _install(owner.tracked, walk, at,
+                                                               tracked):
+        hook(False)
+    if preserve:
+        owner.handles = _preserve_hooks(model, tracer, preserve, found, calls, stack)
+
+
+def followed(value: Any) -> bool:
+    """Whether `value` (a module's ``_compiled_call_impl``) is an export's own, set while it
+    follows that module's calls (``_follow``): what another export running at the same time
+    leaves alone in its snapshot of the module and its scan for the user's code."""
+    return type(value) is MethodType and value.__func__.__code__ is _TRACKED
+
+
+def _install(done: list, walk: list, at: tuple, tracked: Any) -> bool:
+    """Set the ``_compiled_call_impl`` of each submodule (at those places of `walk`) to
+    `tracked` bound to it, listed in `done`; False (and nothing set) where one has its own
+    (``Module.compile()``, or another export following it now)."""
+    for i in at:
+        mod = walk[i][1]
+        d = mod.__dict__
+        call = MethodType(tracked, mod)
+        if d.setdefault(_CALL_ATTR, call) is not call:  # (one step in C: another thread's
+            break  # export may be setting the same modules' now)
+        done.append((d, call))
+    else:
+        return True
+    for d, call in done:
+        if d.get(_CALL_ATTR) is call:
+            del d[_CALL_ATTR]
+    done.clear()
+    return False
+
+
+# the code of _follow's `tracked` (every export's is a closure of this one code object)
+_TRACKED = next(c for c in _follow.__code__.co_consts
+                if isinstance(c, CodeType) and c.co_name == "tracked")
+
+
+def _preserve_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str],
+                    found: Hierarchy, calls: dict[str, int], stack: list) -> list:
+    """The preserved calls' hooks on their modules (the global pre-hook runs first)."""
     open_calls: dict[int, list[ModuleCall]] = {}
+    thread = threading.get_ident()
+    ident_now = threading.get_ident
 
     # a module preserved under any of its paths: each call is recorded under the path
     # it ran as (the one its nodes' stacks name; hooked once per module)
@@ -207,11 +350,11 @@ def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str]
         mod = model.get_submodule(fqn)
         handles.append(mod.register_forward_pre_hook(call_pre, with_kwargs=True))
         handles.append(mod.register_forward_hook(call_post, with_kwargs=True))
-    # (registered last, nothing after them can raise; the global hooks run before a
-    # module's own whatever the order they were registered in; always_call: a call whose
-    # forward raised is popped too, its exception caught by a caller; trace/session.py
-    # keeps nn.Module._call_impl on that path under export)
-    return _add_global(pre, post), handles
+    # (the global hooks run before a module's own whatever the order they were
+    # registered in; always_call: a call whose forward raised is popped too, its
+    # exception caught by a caller; trace/session.py keeps nn.Module._call_impl on that
+    # path under export)
+    return handles
 
 
 # ids of the module stack's global hooks: negative, so never one of torch's handles' ids
@@ -231,18 +374,20 @@ def _add_global(pre: Any, post: Any) -> tuple[int, int]:
     return pre_id, post_id
 
 
-def _remove_global(pre_id: int, post_id: int) -> None:
+def _remove_global(ids: set[int]) -> None:
     """Remove the hooks `_add_global` registered (as their handles' ``remove``)."""
-    nn_module._global_forward_pre_hooks.pop(pre_id, None)
-    nn_module._global_forward_hooks.pop(post_id, None)
-    nn_module._global_forward_hooks_always_called.pop(post_id, None)
+    for key in ids:
+        nn_module._global_forward_pre_hooks.pop(key, None)
+        nn_module._global_forward_hooks.pop(key, None)
+        nn_module._global_forward_hooks_always_called.pop(key, None)
 
 
-def _tables(walk: list) -> tuple[dict, tuple, dict, dict]:
+def _tables(walk: list) -> tuple[dict, tuple, dict, dict, tuple, tuple]:
     """What the module stack reads of the model's walk: id(module) -> its first path, every
     submodule path (the model's order), the seats of modules a container holds more than
-    once (``_container_seats``), and id(submodule) (or a seated module's path) -> (its
-    path, its key in nn_module_stack, its class's name).  A function of the walk's paths,
+    once (``_container_seats``), id(submodule) (or a seated module's path) -> (its
+    path, its key in nn_module_stack, its class's name), the places in the walk of each
+    submodule (once) and their classes (once each).  A function of the walk's paths,
     module ids and classes alone (kept with ``pytree.walk_of``'s facts: no module held)."""
     names: dict[int, str] = {}
     paths: dict[str, None] = {}  # (a dict: a list's `in` made this quadratic)
@@ -252,9 +397,14 @@ def _tables(walk: list) -> tuple[dict, tuple, dict, dict]:
     # a graph's own graphs (an exported program's module: the bodies its higher-order ops
     # call) are no module calls of the user's, as in torch.export's retrace of it
     graph_root = bool(walk) and isinstance(walk[0][1], torch.fx.GraphModule)
-    for fqn, mod in walk:
+    at: list[int] = []
+    classes: dict[type, None] = {}
+    for i, (fqn, mod) in enumerate(walk):
         if graph_root and fqn and isinstance(mod, torch.fx.GraphModule):
             continue
+        if fqn and id(mod) not in names:
+            at.append(i)
+            classes[type(mod)] = None
         names.setdefault(id(mod), fqn)
         every.setdefault(id(mod), []).append(fqn)
         if fqn:
@@ -277,7 +427,7 @@ def _tables(walk: list) -> tuple[dict, tuple, dict, dict]:
         for places in seats.get(ident, {}).values():
             for place in places:
                 infos[place] = (place, info[1], info[2])
-    return names, tuple(paths), seats, infos
+    return names, tuple(paths), seats, infos, tuple(at), tuple(classes)
 
 
 def _preserved_names(model: Any, preserve: Any) -> list[str]:

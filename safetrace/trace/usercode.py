@@ -181,7 +181,8 @@ def _scanned_keys(layout: tuple) -> tuple[tuple, tuple]:
     if len(_LAYOUTS) > 10_000:
         _LAYOUTS.clear()
     hit = _LAYOUTS[layout] = (
-        tuple(k for k in layout if k not in _MODULE_STATE and k not in _HOOK_KEYS),
+        tuple(k for k in layout if k not in _MODULE_STATE and k not in _HOOK_KEYS
+              and k != "_compiled_call_impl"),  # (torch's, or an export's: not the user's)
         tuple(k for k in layout if k in _HOOK_KEYS))
     return hit
 
