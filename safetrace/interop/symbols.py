@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from safetrace.interop.lazy import config_value, symbolic_shapes
+from safetrace.interop.size_node import SizeNode
 
 _WHERE = "safetrace.to_torch (an input symbol of the program)"
 
@@ -48,7 +49,7 @@ def _torch(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
 
 
 def _direct(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
-    sympy, ConstantSource, SLoc, SymNode, ValueRangesSLoc, SymT, make_symbol = parts()
+    sympy, ConstantSource, SLoc, _, ValueRangesSLoc, SymT, make_symbol = parts()
     if hint < 0 or not _within(vr, hint):  # (torch's path says why)
         return _torch(shape_env, hint, where, vr)
     source = ConstantSource(where)
@@ -62,7 +63,7 @@ def _direct(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
     shape_env.var_to_range_sloc[expr] = ValueRangesSLoc(sloc, sloc)
     shape_env.counter["create_symbol"] += 1
     shape_env.symbol_guard_counter[expr] = 0
-    return torch.SymInt(SymNode(expr, shape_env, int, hint))
+    return torch.SymInt(SizeNode(expr, shape_env, int, hint))
 
 
 @functools.cache
@@ -113,8 +114,8 @@ def _same_as_torch() -> bool:
             return False
         a = [_torch(theirs, h, w, ValueRanges(lo, hi)) for h, w, lo, hi in _SAMPLES]
         b = [_direct(ours, h, w, ValueRanges(lo, hi)) for h, w, lo, hi in _SAMPLES]
-        if [(x.node.expr, x.node.hint, x.node.pytype) for x in a] != \
-                [(x.node.expr, x.node.hint, x.node.pytype) for x in b]:
+        if [(x.node.expr, x.node.hint, x.node.pytype, x.node.maybe_as_int()) for x in a] != \
+                [(x.node.expr, x.node.hint, x.node.pytype, x.node.maybe_as_int()) for x in b]:
             return False
         state_a, state_b = vars(theirs), vars(ours)
         if state_a.keys() != state_b.keys():

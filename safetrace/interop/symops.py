@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from safetrace.interop.size_node import node_class
 from safetrace.interop.symbols import backed_symint, conversion_env
 
 # method -> (the Python operation, the result's type)
@@ -125,13 +126,14 @@ def _remember(key: tuple, out: Any) -> None:
     if (t is torch.SymInt or t is torch.SymBool) and out.node.constant is None and \
             out.node.fx_node in (None, False):  # (False: no FX node, translation
         # validation off)
-        _SEEN[key] = (out.node._expr, out.node._optimized_summation, out.node.fx_node)
+        _SEEN[key] = (out.node._expr, out.node._optimized_summation, out.node.fx_node,
+                      node_class(out.node._expr))
     else:
         _SEEN[key] = _TORCH
 
 
 def _build(method: str, hit: tuple, env: Any, pytype: type, hl: Any, hr: Any) -> Any:
-    symnode, to_op, no_hint = _torch_parts()
+    to_op, no_hint = _torch_parts()
     if hl is None or hr is None:
         hint: Any = no_hint
     else:
@@ -139,15 +141,15 @@ def _build(method: str, hit: tuple, env: Any, pytype: type, hl: Any, hr: Any) ->
         hint = (fn or to_op(_TORCH_NAMES.get(method, method)))(hl, hr)
         if hint is not None and not isinstance(hint, (torch.SymInt, torch.SymBool)):
             hint = pytype(hint)
-    node = symnode(hit[0], env, pytype, hint, fx_node=hit[2], optimized_summation=hit[1])
+    node = hit[3](hit[0], env, pytype, hint, fx_node=hit[2], optimized_summation=hit[1])
     return torch.SymInt(node) if pytype is int else torch.SymBool(node)
 
 
 @functools.cache
 def _torch_parts() -> tuple:
-    from torch.fx.experimental.sym_node import _NO_HINT, SymNode, method_to_operator
+    from torch.fx.experimental.sym_node import _NO_HINT, method_to_operator
 
-    return SymNode, method_to_operator, _NO_HINT
+    return method_to_operator, _NO_HINT
 
 
 def _tracing() -> bool:
@@ -212,7 +214,8 @@ def _fast_ok() -> bool:
         a = samples(*symbols(theirs), torch_op)
         b = samples(*symbols(ours), fast_op)
         for x, y in zip(a, b):
-            if type(x) is not type(y) or not _same_fields(vars(x.node), vars(y.node)):
+            if type(x) is not type(y) or not _same_fields(vars(x.node), vars(y.node)) or \
+                    x.node.expr != y.node.expr or x.node.maybe_as_int() != y.node.maybe_as_int():
                 return False
         state_a, state_b = vars(theirs), vars(ours)
         if state_a.keys() != state_b.keys():
