@@ -200,20 +200,21 @@ def _follow(owner: ModuleStack, model: torch.nn.Module, tracer: Recorder,
             if ident == id(module):
                 break
 
-    def pre(module: torch.nn.Module, args: Any) -> None:
-        if ident_now() == thread:
-            push(module)
-
-    def post(module: torch.nn.Module, args: Any, output: Any) -> None:
-        if ident_now() == thread:
-            pop(module)
-
     def hook(first: bool) -> None:
         """Follow calls with the two global hooks from now on; `first`: placed before any
         global hook registered since the export began (none was there when it began, or
         it would have been hooked from the start)."""
         if owner.keys:
             return
+
+        def pre(module: torch.nn.Module, args: Any) -> None:
+            if ident_now() == thread:
+                push(module)
+
+        def post(module: torch.nn.Module, args: Any, output: Any) -> None:
+            if ident_now() == thread:
+                pop(module)
+
         pre_id, post_id = _add_global(pre, post)
         owner.keys.update((pre_id, post_id))
         if first:
