@@ -265,6 +265,7 @@ def provenance(graph: torch.fx.Graph, root_type: str) -> None:
 
 
 _PASS = "safetrace.to_torch"
+_CREATE = NodeSourceAction.CREATE  # (an Enum member read from its class: ~0.3 µs a read)
 _TARGET_TEXT: dict[Any, str] = {}  # a node target -> str(target) (an OpOverload's: ~1 µs)
 
 
@@ -279,7 +280,7 @@ def _node_source(node: torch.fx.Node) -> Any:
         text = _TARGET_TEXT[node.target] = str(node.target)
     out = NodeSource.__new__(NodeSource)
     out.pass_name = _PASS
-    out.action = [NodeSourceAction.CREATE]
+    out.action = [_CREATE]
     out.node_info = NodeSource.NodeInfo(node.name, text, id(node.graph))
     out.from_node = []
     out._action_string = None
