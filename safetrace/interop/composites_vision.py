@@ -1,6 +1,6 @@
 """Core ATen forms of operators vision models leave after torch's core table (timm: EVA's
 rotary embedding, ViTs resampling their position embedding to the input's grid, EdgeNeXt's
-``expand_as`` and vector norm).
+``expand_as`` and vector norm, CAFormer's ``square``).
 
 Like interop/composites.py: each is the operator's documented meaning written with core
 ATen calls, checked against eager in the tests.  ``run_decompositions`` uses them with
@@ -44,6 +44,12 @@ def repeat_interleave(x: Any, repeats: Any, dim: Any = None, output_size: Any = 
                                shape[:dim + 1] + [repeats] + shape[dim + 1:])
     return aten.view.default(_contiguous(wide),
                              shape[:dim] + [shape[dim] * repeats] + shape[dim + 1:])
+
+
+@_register(aten.square.default)
+def square(x: Any) -> Any:
+    """``pow(x, 2)``, as eager computes it (CAFormer's StarReLU)."""
+    return aten.pow.Tensor_Scalar(x, 2)
 
 
 @_register(aten.expand_as.default)

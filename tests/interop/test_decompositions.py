@@ -520,3 +520,7 @@ def test_vector_norm_and_expand_as_forms_match_eager(ord):
     got = TABLE[aten.linalg_vector_norm.default](x, ord, -1, dtype=torch.float64)
     torch.testing.assert_close(got, torch.linalg.vector_norm(x, ord, -1, dtype=torch.float64))
     assert torch.equal(TABLE[aten.expand_as.default](x[:, :1], x), x[:, :1].expand_as(x))
+    for v in (x, torch.arange(-3, 4), torch.tensor([True, False])):
+        want = torch.square(v)
+        got = TABLE[aten.square.default](v)
+        assert got.dtype == want.dtype and torch.equal(got, want)
