@@ -24,6 +24,9 @@ from typing import Any
 from torch.fx.experimental.sym_node import SymNode
 
 _TORCH_EXPR = SymNode.expr.fget
+# (the ShapeEnv's count of replacements made, in recent torch releases: where a release has
+# none, every node answers through torch's own code)
+_COUNTER = "_replacements_version_counter"
 
 
 class SizeNode(SymNode):
@@ -32,13 +35,13 @@ class SizeNode(SymNode):
     @property
     def expr(self) -> Any:
         env = self.shape_env
-        if env is not None and env._replacements_version_counter == 0:
+        if env is not None and getattr(env, _COUNTER, 1) == 0:
             return self._expr
         return _TORCH_EXPR(self)
 
     def maybe_as_int(self) -> int | None:
         env = self.shape_env
-        if env is not None and env._replacements_version_counter == 0:
+        if env is not None and getattr(env, _COUNTER, 1) == 0:
             return None  # (not a number: the class's condition; no replacement yet)
         return SymNode.maybe_as_int(self)
 
