@@ -520,6 +520,9 @@ def test_vector_norm_and_expand_as_forms_match_eager(ord):
     got = TABLE[aten.linalg_vector_norm.default](x, ord, -1, dtype=torch.float64)
     torch.testing.assert_close(got, torch.linalg.vector_norm(x, ord, -1, dtype=torch.float64))
     assert torch.equal(TABLE[aten.expand_as.default](x[:, :1], x), x[:, :1].expand_as(x))
+    y = x.transpose(1, 2)  # (not contiguous: reshape copies)
+    for v, like in ((x, torch.empty(4, 6)), (y, torch.empty(24)), (x[:1], torch.empty(3, 4))):
+        assert torch.equal(TABLE[aten.reshape_as.default](v, like), v.reshape_as(like))
     for v in (x, torch.arange(-3, 4), torch.tensor([True, False])):
         want = torch.square(v)
         got = TABLE[aten.square.default](v)
