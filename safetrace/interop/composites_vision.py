@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 import torch
 
+from safetrace.interop.composites import TABLE as BASE
+
 aten = torch.ops.aten
 TABLE: dict[Any, Callable] = {}
 
@@ -60,7 +62,6 @@ def expand_as(x: Any, other: Any) -> Any:
 @_register(aten.reshape_as.default)
 def reshape_as(x: Any, other: Any) -> Any:
     """``x.reshape(other.shape)`` through the reshape form of composites.py (LeViT)."""
-    from safetrace.interop.composites import TABLE as BASE
     return BASE[aten.reshape.default](x, list(other.shape))
 
 
