@@ -39,6 +39,9 @@ KNOWN = {
     ("serialize/scratch.py", "shares_state_names"): "turns naming off for the loader's env",
     ("exporter/sides.py", "shares_state_names"): "turns naming off for a new env that proves "
                                                  "one implication (no trace reads it)",
+    ("interop/decompose.py", "shares_state_names"): "turns naming off for a new env that "
+                                                    "proves a retrace's condition implied "
+                                                    "(no trace reads it)",
     ("interop/unbacked.py", "pending_fresh_unbacked_symbols"): "torch's ShapeEnv, not ours",
     ("trace/hops/ops.py", "symbols"): "a symbol's origin (named in messages only)",
     ("trace/script_graph.py", "setdefault"): "a TorchScript interpreter's dict, not an Env",

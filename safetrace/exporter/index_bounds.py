@@ -16,7 +16,8 @@ check every index (the indexed tensor has a static, non-zero shape: on an empty 
 ``index_copy_`` checks nothing), and only indices whose values are distinct by how they
 are computed: ``arange`` with a non-zero step, then adding or subtracting one value (a
 number, or a tensor of one element: a bijection of the integers, wrapping included), or a
-copy into the same or a wider integer dtype.
+copy into the same or a wider integer dtype; none of them written afterwards (a user that
+writes it, or takes a view of it, voids it).
 """
 
 from __future__ import annotations
@@ -133,8 +134,10 @@ def _dtype(node: Any) -> Any:
 
 
 def _distinct(node: Any, depth: int = 0) -> bool:
-    """Whether the integer tensor `node` computes has pairwise distinct values."""
-    if depth > 8 or not hasattr(node, "meta") or _dtype(node) not in _INTS:
+    """Whether the integer tensor `node` computes has pairwise distinct values (and keeps
+    them: nothing writes into it or into a view of it)."""
+    if depth > 8 or not hasattr(node, "meta") or _dtype(node) not in _INTS or \
+            not _never_written(node):
         return False
     target = node.target
     if target in _ARANGE:
@@ -151,6 +154,24 @@ def _distinct(node: Any, depth: int = 0) -> bool:
         # (c - x too: negation is a bijection of the integers)
         return _one_value(a) and _distinct(b, depth + 1) and _shape(b) == _shape(node)
     return False
+
+
+def _never_written(node: Any) -> bool:
+    """Every user of `node` only reads it: takes it as an argument that the op neither
+    writes nor returns a view of (``idx.zero_()`` or ``idx[0] = 5`` after ``idx =
+    arange(n) + c`` would make the values repeat)."""
+    for user in node.users:
+        schema = getattr(user.target, "_schema", None)
+        if user.op != "call_function" or schema is None:
+            return False
+        given = dict(zip((a.name for a in schema.arguments), user.args))
+        given.update(user.kwargs)
+        for arg in schema.arguments:
+            value = given.get(arg.name)
+            holds = value is node or isinstance(value, (list, tuple)) and node in value
+            if holds and arg.alias_info is not None:
+                return False
+    return True
 
 
 def _widens(src: Any, dst: Any) -> bool:

@@ -1,6 +1,6 @@
 """Core ATen forms of operators vision models leave after torch's core table (timm: EVA's
 rotary embedding, ViTs resampling their position embedding to the input's grid, EdgeNeXt's
-``expand_as`` and vector norm, CAFormer's ``square``).
+``expand_as`` and vector norm, CAFormer's ``square``, LeViT's ``reshape_as``).
 
 Like interop/composites.py: each is the operator's documented meaning written with core
 ATen calls, checked against eager in the tests.  ``run_decompositions`` uses them with
@@ -13,6 +13,8 @@ import math
 from typing import Any, Callable
 
 import torch
+
+from safetrace.interop.composites import TABLE as BASE
 
 aten = torch.ops.aten
 TABLE: dict[Any, Callable] = {}
@@ -55,6 +57,12 @@ def square(x: Any) -> Any:
 @_register(aten.expand_as.default)
 def expand_as(x: Any, other: Any) -> Any:
     return aten.expand.default(x, list(other.shape))
+
+
+@_register(aten.reshape_as.default)
+def reshape_as(x: Any, other: Any) -> Any:
+    """``x.reshape(other.shape)`` through the reshape form of composites.py (LeViT)."""
+    return BASE[aten.reshape.default](x, list(other.shape))
 
 
 @_register(aten.linalg_vector_norm.default)

@@ -200,3 +200,32 @@ def test_indices_that_may_repeat_bound_nothing(index):
     x = torch.randn(12, 4)
     pos = torch.arange(12) % 4 if index == "given" else torch.zeros(12, dtype=torch.long)
     assert_close(ep.module()(x, pos), IndexedCache(index)(x.clone(), pos))
+
+
+class _WrittenIndex(torch.nn.Module):
+    """``arange(n) + length``, then written into (in place, or through a view): its values
+    repeat, so more rows than slots can run, as in eager."""
+
+    def __init__(self, how):
+        super().__init__()
+        self.how = how
+        self.register_buffer("cache", torch.zeros(8, 4))
+
+    def forward(self, x, pos):
+        idx = torch.arange(x.shape[0]) + pos[0]
+        if self.how == "in_place":
+            idx.remainder_(8)
+        else:
+            idx[1:] = idx[0]
+        self.cache.index_copy_(0, idx, x)
+        return self.cache * 1
+
+
+@pytest.mark.parametrize("how", ["in_place", "through_a_view"])
+def test_an_index_written_after_it_is_made_bounds_nothing(how):
+    n = st.Dim("n", min=1)
+    ep = st.export(_WrittenIndex(how), (torch.ones(3, 4), torch.arange(3)),
+                   dynamic_shapes={"x": {0: n}, "pos": {0: n}})
+    assert _range(ep) == (1, math.inf)
+    x, pos = torch.randn(12, 4), torch.arange(12)
+    assert_close(ep.module()(x, pos), _WrittenIndex(how)(x.clone(), pos))

@@ -520,7 +520,41 @@ def test_vector_norm_and_expand_as_forms_match_eager(ord):
     got = TABLE[aten.linalg_vector_norm.default](x, ord, -1, dtype=torch.float64)
     torch.testing.assert_close(got, torch.linalg.vector_norm(x, ord, -1, dtype=torch.float64))
     assert torch.equal(TABLE[aten.expand_as.default](x[:, :1], x), x[:, :1].expand_as(x))
+    y = x.transpose(1, 2)  # (not contiguous: reshape copies)
+    for v, like in ((x, torch.empty(4, 6)), (y, torch.empty(24)), (x[:1], torch.empty(3, 4))):
+        assert torch.equal(TABLE[aten.reshape_as.default](v, like), v.reshape_as(like))
     for v in (x, torch.arange(-3, 4), torch.tensor([True, False])):
         want = torch.square(v)
         got = TABLE[aten.square.default](v)
         assert got.dtype == want.dtype and torch.equal(got, want)
+
+
+def test_a_condition_the_contract_implies_is_not_narrowing():
+    """A retrace may require a condition the program's contract implies without stating it
+    (timm MaxViT's window counts): proved from the contract's ranges and conditions, it
+    refuses no input the program accepts; one the contract does not imply still is."""
+    import dataclasses
+
+    from safetrace.interop.decompose import _same_conditions
+    from safetrace.symbolic.canon import eq, ge
+    from safetrace.symbolic.expr import add, const, floordiv, mod, mul, sym
+
+    spec = {"a": {2: st.Dim("h", min=8, max=64), 3: st.Dim("w", min=8, max=64)},
+            "b": {2: st.Dim("h", min=8, max=64), 3: st.Dim("w", min=8, max=64)}}
+    ep = st.export(_TwoSizesOneCondition(), (torch.randn(1, 2, 16, 28),) * 2,
+                   dynamic_shapes=spec)
+    (cond,) = ep.contract.conditions
+    h, w = (sym(s.name) for s in ep.contract.symbols if s.where in ("a.shape[2]",
+                                                                    "a.shape[3]"))
+
+    def requiring(extra):
+        other = copy.copy(ep)
+        other.contract = dataclasses.replace(ep.contract, conditions=(
+            cond, dataclasses.replace(cond, cond=extra)))
+        return other
+
+    # implied by the ranges: (h + 7)//8 >= 1 and h*w >= 64 (h, w >= 8)
+    _same_conditions(ep, requiring(ge(floordiv(add(h, const(7)), const(8)), 1)))
+    _same_conditions(ep, requiring(ge(mul(h, w), 64)))
+    with pytest.raises(st.ConversionError, match="would require"):  # h % 16 == 0: narrower
+        _same_conditions(ep, requiring(eq(mod(h, const(16)), 0)))
