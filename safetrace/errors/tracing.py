@@ -22,7 +22,8 @@ __all__ = [
     "outside_export", "float_read", "complex_item", "untraceable_call", "out_argument",
     "to_argument",
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
-    "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
+    "generator_argument", "autocast_active", "data_assignment", "input_reshaped_in_place",
+    "layout_of_view",
     "strides_of_loose", "write_reads_own_memory", "state_reassigned_changed", "python_state_read", "state_name",
     "python_state_unsettled", "view_of_strided",
     "constant_written_through_alias", "state_written_through_alias", "constant_read_then_written",
@@ -295,6 +296,17 @@ def data_assignment(source: str, input_name: str | None = None) -> UnsupportedCo
                       f"which an exported graph cannot do to module state.",
                       "assign a value of the same shape and dtype, or compute with a new "
                       "tensor instead", source)
+
+
+def input_reshaped_in_place(op: str, input_name: str, source: str) -> UnsupportedConstruct:
+    """``x.t_()`` / ``x.unsqueeze_(0)`` on an input of the program: the caller's tensor
+    changes shape (torch.export refuses such a metadata mutation of an input too)."""
+    return _construct(f"`{op}` at {source} changes the shape of the input `{input_name}` in "
+                      f"place: the caller's tensor would have another shape after the call, "
+                      f"which an exported program does not do to an input (torch.export "
+                      f"refuses it too).",
+                      f"reshape a new tensor ({input_name} = {input_name}.{op.rstrip('_')}"
+                      f"(...), out of place)", source)
 
 
 def constant_written_through_alias(source: str) -> UnsupportedConstruct:

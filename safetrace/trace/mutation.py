@@ -550,3 +550,30 @@ def returns_self(op: Any) -> bool:
     return bool(s.returns and s.arguments and s.arguments[0].alias_info is not None
                 and s.arguments[0].alias_info.is_write and s.returns[0].alias_info is not None
                 and len(s.returns) == 1 and str(s.returns[0].type) == "Tensor")
+
+
+def input_itself(node: Any) -> Any:
+    """The placeholder `node` is (through in-place results only, ``x.add_(1)``), else None:
+    a view of an input is a new tensor object, whose metadata is its own."""
+    for _ in range(256):
+        if not isinstance(node, torch.fx.Node):
+            return None
+        if node.op == "placeholder":
+            return node
+        if node.op != "call_function" or not node.args or \
+                not isinstance(node.target, torch._ops.OpOverload) or \
+                not returns_self(node.target):
+            return None
+        node = node.args[0]
+    return None
+
+
+def refuse_input_reshape(tr: Any, op: str, x: Any) -> None:
+    """``x.t_()``, ``x.unsqueeze_(0)`` on an input of the program (or a subgraph's operand):
+    the caller's tensor would change shape, which no graph output gives back (a split's
+    side reads it narrowed, a loaded program's checks read it after the call)."""
+    base = input_itself(x.st_node)
+    if base is not None and base not in tr.state.values() and \
+            base not in tr.const_nodes.values():
+        raise errors.input_reshaped_in_place(op, base.name, short(stack_trace(4)))
+

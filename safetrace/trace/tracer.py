@@ -38,7 +38,8 @@ from safetrace.trace.layout import exact_contiguous, set_layout
 from safetrace.trace.raising import program_catches
 from safetrace.trace.metakernel import meta_kernel
 from safetrace.trace.mutation import (constant_written, note_constant_storage,
-                                      reads_own_memory, state_alias, traced_elsewhere,
+                                      reads_own_memory, refuse_input_reshape, state_alias,
+                                      traced_elsewhere,
                                       write_target, written_args)
 from safetrace.trace.numbering import number_mask
 from safetrace.trace.opinfo import (OP_INFO, RESHAPES_SELF, op_info, refresh_op_info,
@@ -445,6 +446,7 @@ class Tracer(TorchFunctionMode):
             meta["val"] = Proxy(out, node) if isinstance(out, TensorMeta) else out
             x = args[0]
             if info[0] in RESHAPES_SELF and type(x) is Proxy and isinstance(out, TensorMeta):
+                refuse_input_reshape(self, info[0], x)
                 reshaped_in_place(x, out, node, info[0] in ("squeeze_", "unsqueeze_"))
             return x
         if type(out) is TensorMeta:

@@ -93,6 +93,7 @@ CASES = {
     "constant_written_through_alias":
         lambda: E.constant_written_through_alias("m.py:3 `c.view(()).add_(2)`"),
     "data_assignment": lambda: E.data_assignment("m.py:4 `self.w.data = w2`"),
+    "input_reshaped_in_place": lambda: E.input_reshaped_in_place("t_", "x", "m.py:2 `x.t_()`"),
     "state_reassigned_changed": lambda: E.state_reassigned_changed(
         "cache", "float32[s0 + 1, 2]", "float32[0, 2]"),
     "python_state_read": lambda: E.python_state_read([("calls", "0", 1)], 0),
@@ -454,6 +455,11 @@ GOLDEN = {
         'keeps a copy of each, so the write would not reach `first`.\n'
         'Fix: register only `whole` and take the view in forward (e.g. `first = '
         'self.whole[0]`), or register a copy (`.clone()`) if they should not share memory'),
+    'input_reshaped_in_place': ('UnsupportedConstruct',
+        "`t_` at m.py:2 `x.t_()` changes the shape of the input `x` in place: the caller's "
+        "tensor would have another shape after the call, which an exported program does not "
+        "do to an input (torch.export refuses it too).\n"
+        "Fix: reshape a new tensor (x = x.t(...), out of place)"),
     'data_assignment': ('UnsupportedConstruct',
         "`x.data = value` at m.py:4 `self.w.data = w2` changes the tensor's shape or "
         'dtype, which an exported graph cannot do to module state.\n'

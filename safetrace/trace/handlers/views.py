@@ -12,7 +12,7 @@ import torch
 
 from safetrace.errors import data_assignment
 from safetrace.trace import indexing, memo
-from safetrace.trace.mutation import returns_self
+from safetrace.trace.mutation import input_itself
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import handles
 from safetrace.trace.source import short, stack_trace
@@ -99,7 +99,7 @@ def set_data(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> None:
             not all(a is b or a == b for a, b in zip(t_meta.shape, v_meta.shape)):
         raise data_assignment(short(stack_trace(3)))
     if isinstance(target, Proxy):
-        base = _input_itself(target.st_node)
+        base = input_itself(target.st_node)
         if base is not None and base not in tr.state.values() and \
                 base not in tr.const_nodes.values():
             # the caller's tensor (an input, or a subgraph's operand) would share the
@@ -110,22 +110,6 @@ def set_data(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> None:
         target.st_contig, target.st_layout = shared.st_contig, shared.st_layout
         return
     tr.emit(aten.copy_.default, (target, value), {})
-
-
-def _input_itself(node: Any) -> Any:
-    """The placeholder `node` is (through in-place results only, ``x.add_(1)``), else None:
-    a view of an input is a new tensor object, which ``.data =`` rebinds alone."""
-    for _ in range(256):
-        if not isinstance(node, torch.fx.Node):
-            return None
-        if node.op == "placeholder":
-            return node
-        if node.op != "call_function" or not node.args or \
-                not isinstance(node.target, torch._ops.OpOverload) or \
-                not returns_self(node.target):
-            return None
-        node = node.args[0]
-    return None
 
 
 @handles(T.contiguous)
