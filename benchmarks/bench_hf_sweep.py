@@ -372,7 +372,7 @@ MODELS = {
                           hidden_size=32, encoder_ffn_dim=64, decoder_ffn_dim=64,
                           num_encoder_layers=1, num_decoder_layers=1,
                           num_encoder_attention_heads=4, num_decoder_attention_heads=4,
-                          max_position_embeddings=64, ngram=2, num_buckets=8,
+                          max_position_embeddings=130, ngram=2, num_buckets=8,
                           relative_max_distance=16, pad_token_id=1, decoder_start_token_id=2),
     "umt5": seq2seq("UMT5Model", "UMT5Config", vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64,
                     num_layers=1, num_heads=4, relative_attention_num_buckets=8,
