@@ -133,10 +133,11 @@ def image(cls_model, cls_cfg, hw=(32, 64, 32), sizes=None, channels=3, k_min=1, 
     return build
 
 
-def fixed_image(cls_model, cls_cfg, res=32, **kw):
-    """Vision transformers with learned positions at one resolution: a batch dim only."""
+def fixed_image(cls_model, cls_cfg, res=32, pair=False, **kw):
+    """Vision transformers with learned positions at one resolution: a batch dim only.
+    pair: the config takes image_size as [H, W]."""
     def build():
-        model = _model(cls_model, _cfg(cls_cfg, image_size=res, **kw))
+        model = _model(cls_model, _cfg(cls_cfg, image_size=[res, res] if pair else res, **kw))
 
         def make(b, s):
             g = torch.Generator().manual_seed(b * 1000 + s)
@@ -161,6 +162,26 @@ def audio(cls_model, cls_cfg, **kw):
             return {"input_values": {0: batch, 1: size}}
         return Sweep(model, make, spec, example=(2, 400), others=[(1, 320), (3, 555), (0, 400)],
                      outside=(2, 20), size_dim=(100, 4000))
+    return build
+
+
+def features(cls_model, cls_cfg, n_feat=16, **kw):
+    """Speech models on filter-bank frames (batch, frames, features): frames is the size dim."""
+    def build():
+        model = _model(cls_model, _cfg(cls_cfg, **kw))
+
+        def make(b, n):
+            g = torch.Generator().manual_seed(b * 1000 + n)
+            return {"input_features": torch.randn(b, n, n_feat, generator=g),
+                    "attention_mask": _mask(b, n),
+                    "decoder_input_ids": _tok(b, n // 4 + 1)}
+
+        def spec(batch, size):
+            dec = Dim.AUTO if size is Dim.AUTO else Dim("dec", min=2, max=64)
+            return {"input_features": {0: batch, 1: size}, "attention_mask": {0: batch, 1: size},
+                    "decoder_input_ids": {0: batch, 1: dec}}
+        return Sweep(model, make, spec, example=(2, 24), others=[(1, 16), (3, 40), (0, 24)],
+                     outside=(2, 65), size_dim=(8, 64))
     return build
 
 
@@ -274,6 +295,137 @@ MODELS = {
                    decoder_start_token_id=0),
     "mamba": text("MambaForCausalLM", "MambaConfig", mask=False, vocab_size=VOCAB,
                   hidden_size=32, num_hidden_layers=2, state_size=4, expand=2, conv_kernel=4),
+    # -- added 2026-12-06 (h/hf29) --
+    "starcoder2": text("Starcoder2ForCausalLM", "Starcoder2Config", num_key_value_heads=2,
+                       sliding_window=8, **_DEC),
+    "gpt_bigcode": text("GPTBigCodeForCausalLM", "GPTBigCodeConfig", vocab_size=VOCAB, n_embd=32,
+                        n_layer=2, n_head=4, n_positions=64, multi_query=True),
+    "gemma": text("GemmaForCausalLM", "GemmaConfig", num_key_value_heads=2, head_dim=8, **_DEC),
+    "gemma3_text": text("Gemma3ForCausalLM", "Gemma3TextConfig", num_key_value_heads=2, head_dim=8,
+                        sliding_window=8, **_DEC),
+    "phi3": text("Phi3ForCausalLM", "Phi3Config", num_key_value_heads=2, pad_token_id=0, **_DEC),
+    "olmo": text("OlmoForCausalLM", "OlmoConfig", num_key_value_heads=2, **_DEC),
+    "qwen3": text("Qwen3ForCausalLM", "Qwen3Config", num_key_value_heads=2, head_dim=8, **_DEC),
+    "mixtral": text("MixtralForCausalLM", "MixtralConfig", num_key_value_heads=2,
+                    num_local_experts=4, num_experts_per_tok=2, **_DEC),
+    "glm": text("GlmForCausalLM", "GlmConfig", num_key_value_heads=2, pad_token_id=0, head_dim=8, **_DEC),
+    "helium": text("HeliumForCausalLM", "HeliumConfig", num_key_value_heads=2, head_dim=8,
+                   **_DEC),
+    "nemotron": text("NemotronForCausalLM", "NemotronConfig", num_key_value_heads=2, head_dim=8,
+                     **_DEC),
+    "smollm3": text("SmolLM3ForCausalLM", "SmolLM3Config", num_key_value_heads=2, pad_token_id=0, **_DEC),
+    "granitemoe": text("GraniteMoeForCausalLM", "GraniteMoeConfig", num_key_value_heads=2,
+                       num_local_experts=4, num_experts_per_tok=2, **_DEC),
+    "olmoe": text("OlmoeForCausalLM", "OlmoeConfig", num_key_value_heads=2, num_experts=4,
+                  num_experts_per_tok=2, **_DEC),
+    "ernie4_5": text("Ernie4_5ForCausalLM", "Ernie4_5Config", num_key_value_heads=2, head_dim=8,
+                     **_DEC),
+    "exaone4": text("Exaone4ForCausalLM", "Exaone4Config", num_key_value_heads=2, head_dim=8,
+                    **_DEC),
+    "rwkv": text("RwkvForCausalLM", "RwkvConfig", mask=False, vocab_size=VOCAB, hidden_size=32,
+                 num_hidden_layers=2, attention_hidden_size=32, intermediate_size=64,
+                 context_length=64),
+    "jamba": text("JambaForCausalLM", "JambaConfig", num_key_value_heads=2, num_experts=2,
+                  num_experts_per_tok=1, attn_layer_period=2, attn_layer_offset=1,
+                  expert_layer_period=2, expert_layer_offset=1, mamba_d_state=4,
+                  mamba_d_conv=4, mamba_expand=2, mamba_dt_rank=4, use_mamba_kernels=False,
+                  **_DEC),
+    "bamba": text("BambaForCausalLM", "BambaConfig", num_key_value_heads=2,
+                  attn_layer_indices=[1], mamba_n_heads=4, mamba_d_head=16, mamba_n_groups=1,
+                  mamba_d_state=4, mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=8,
+                  **_DEC),
+    "falcon_mamba": text("FalconMambaForCausalLM", "FalconMambaConfig", mask=False,
+                         vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, state_size=4,
+                         expand=2, conv_kernel=4, use_mambapy=False),
+    "recurrent_gemma": text("RecurrentGemmaForCausalLM", "RecurrentGemmaConfig",
+                            vocab_size=VOCAB, hidden_size=32, num_hidden_layers=3,
+                            num_attention_heads=4, num_key_value_heads=1, intermediate_size=64,
+                            lru_width=32, attention_window_size=8, conv1d_width=4),
+    "layoutlm": text("LayoutLMModel", "LayoutLMConfig", **_BERT),
+    "canine": text("CanineModel", "CanineConfig", hidden_size=32, num_hidden_layers=2,
+                   num_attention_heads=4, intermediate_size=64, max_position_embeddings=128,
+                   num_hash_functions=2, num_hash_buckets=64, downsampling_rate=4),
+    "mobilebert": text("MobileBertModel", "MobileBertConfig", embedding_size=16,
+                       intra_bottleneck_size=16, true_hidden_size=16, num_feedforward_networks=2,
+                       **_BERT),
+    "modernbert": text("ModernBertModel", "ModernBertConfig", global_attn_every_n_layers=2,
+                       local_attention=8, pad_token_id=0, **_BERT),
+    "ibert": text("IBertModel", "IBertConfig", **dict(_BERT, pad_token_id=1)),
+    "roc_bert": text("RoCBertModel", "RoCBertConfig", pronunciation_vocab_size=16,
+                     shape_vocab_size=16, pronunciation_embed_dim=8, shape_embed_dim=8,
+                     **_BERT),
+    "data2vec_text": text("Data2VecTextModel", "Data2VecTextConfig",
+                          **dict(_BERT, pad_token_id=1)),
+    "xmod": text("XmodModel", "XmodConfig", languages=["en_XX"], default_language="en_XX",
+                 **dict(_BERT, pad_token_id=1)),
+    "splinter": text("SplinterModel", "SplinterConfig", **_BERT),
+    "plbart": seq2seq("PLBartModel", "PLBartConfig", **_S2S),
+    "m2m_100": seq2seq("M2M100Model", "M2M100Config", **_S2S),
+    "blenderbot_small": seq2seq("BlenderbotSmallModel", "BlenderbotSmallConfig", **_S2S),
+    "bigbird_pegasus": seq2seq("BigBirdPegasusModel", "BigBirdPegasusConfig",
+                               attention_type="original_full", **_S2S),
+    "pegasus_x": seq2seq("PegasusXModel", "PegasusXConfig", num_global_tokens=4, block_size=4,
+                         **_S2S),
+    "fsmt": seq2seq("FSMTModel", "FSMTConfig", src_vocab_size=VOCAB, tgt_vocab_size=VOCAB,
+                    langs=["en", "de"], **_S2S),
+    "prophetnet": seq2seq("ProphetNetModel", "ProphetNetConfig", vocab_size=VOCAB,
+                          hidden_size=32, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                          num_encoder_layers=1, num_decoder_layers=1,
+                          num_encoder_attention_heads=4, num_decoder_attention_heads=4,
+                          max_position_embeddings=130, ngram=2, num_buckets=8,
+                          relative_max_distance=16, pad_token_id=1, decoder_start_token_id=2),
+    "umt5": seq2seq("UMT5Model", "UMT5Config", vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64,
+                    num_layers=1, num_heads=4, relative_attention_num_buckets=8,
+                    decoder_start_token_id=0),
+    "longt5": seq2seq("LongT5Model", "LongT5Config", vocab_size=VOCAB, d_model=32, d_kv=8,
+                      d_ff=64, num_layers=1, num_heads=4, relative_attention_num_buckets=8,
+                      local_radius=4, encoder_attention_type="local", decoder_start_token_id=0),
+    "switch_transformers": seq2seq("SwitchTransformersModel", "SwitchTransformersConfig",
+                                   vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=2,
+                                   num_sparse_encoder_layers=1, num_sparse_decoder_layers=1,
+                                   num_heads=4, num_experts=2, relative_attention_num_buckets=8,
+                                   decoder_start_token_id=0),
+    "speech_to_text": features("Speech2TextModel", "Speech2TextConfig", n_feat=16,
+                               input_feat_per_channel=16, input_channels=1,
+                               conv_channels=32, num_conv_layers=2, conv_kernel_sizes=[5, 5],
+                               max_source_positions=64, max_target_positions=64,
+                               **{k: v for k, v in _S2S.items()
+                                  if k != "max_position_embeddings"}),
+    "sew": audio("SEWModel", "SEWConfig", squeeze_factor=2, **_W2V),
+    "sew_d": audio("SEWDModel", "SEWDConfig", squeeze_factor=2, position_buckets=16,
+                   max_relative_positions=32, **_W2V),
+    "unispeech": audio("UniSpeechModel", "UniSpeechConfig", **_W2V),
+    "unispeech_sat": audio("UniSpeechSatModel", "UniSpeechSatConfig", **_W2V),
+    "wav2vec2_conformer": audio("Wav2Vec2ConformerModel", "Wav2Vec2ConformerConfig",
+                                position_embeddings_type="relative", conv_depthwise_kernel_size=7,
+                                **_W2V),
+    "yolos": fixed_image("YolosModel", "YolosConfig", pair=True, num_detection_tokens=4,
+                         **_VIT),
+    "blip_vision": fixed_image("BlipVisionModel", "BlipVisionConfig", **_VIT),
+    "data2vec_vision": fixed_image("Data2VecVisionModel", "Data2VecVisionConfig",
+                                   use_relative_position_bias=True, **_VIT),
+    "vit_msn": fixed_image("ViTMSNModel", "ViTMSNConfig", **_VIT),
+    "levit": fixed_image("LevitModel", "LevitConfig", res=64, patch_size=16, hidden_sizes=[16, 24, 32],
+                         num_attention_heads=[1, 2, 2], depths=[1, 1, 1], key_dim=[8, 8, 8],
+                         down_ops=[["Subsample", 8, 1, 4, 2, 2], ["Subsample", 8, 2, 4, 2, 2]]),
+    "poolformer": image("PoolFormerModel", "PoolFormerConfig", hw=(32, 96, 32),
+                        hidden_sizes=[8, 16], depths=[1, 1], num_encoder_blocks=2,
+                        patch_sizes=[7, 3], strides=[4, 2], padding=[2, 1]),
+    "mobilenet_v2": image("MobileNetV2Model", "MobileNetV2Config", hw=(32, 96, 32),
+                          depth_multiplier=0.25),
+    "convnextv2": image("ConvNextV2Model", "ConvNextV2Config", hw=(32, 96, 32),
+                        hidden_sizes=[8, 16], depths=[1, 1], num_stages=2),
+    "focalnet": image("FocalNetModel", "FocalNetConfig", hw=(32, 96, 32), image_size=32,
+                      patch_size=4, embed_dim=8, depths=[1, 1], focal_levels=[2, 2],
+                      focal_windows=[3, 3]),
+    "glpn": image("GLPNModel", "GLPNConfig", hw=(32, 96, 32), num_encoder_blocks=2,
+                  depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[8, 16], patch_sizes=[7, 3],
+                  strides=[4, 2], num_attention_heads=[1, 2], mlp_ratios=[2, 2],
+                  decoder_hidden_size=16),
+    "swinv2": image("Swinv2Model", "Swinv2Config", hw=(64, 128, 32), k_min=2, image_size=64,
+                    patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4),
+    "mobilevitv2": image("MobileViTV2Model", "MobileViTV2Config", hw=(64, 128, 64),
+                         image_size=64, width_multiplier=0.25),
 }
 
 

@@ -49,8 +49,9 @@ def check(ep: ExportedProgram, runs: list, again: Callable[[], ExportedProgram],
                 break
         else:
             return
+    graph, kept_state = ep.graph, _unwritten_buffers(ep)
     changed = {c[0]: c for c in [*(c for run in runs for c in run.python_state), *outside]
-               if not _memo_only(c)}
+               if not _memo_only(c, graph, kept_state)}
     if not changed:
         return
     kept: dict[tuple, tuple] = {}  # (id(owner), key) -> (owner, key, its value before)
@@ -174,10 +175,19 @@ def _stand_in(old: Any, new: Any) -> Any:
     return new
 
 
-def _memo_only(change: tuple) -> bool:
+def _unwritten_buffers(ep: ExportedProgram) -> frozenset:
+    """The placeholder names of `ep`'s buffers that no write of the program may reach."""
+    written = ep.written_placeholders()
+    return frozenset(name for name in ep.graph_signature.inputs_to_buffers
+                     if name not in written)
+
+
+def _memo_only(change: tuple, graph: Any = None, buffers: frozenset = frozenset()) -> bool:
     """Whether a change only fills a memo: new keys of a dict, or an attribute that was
     unset or None, holding tensors of static shape computed by factories from sizes and
-    parameters alone (``self._tables[n] = torch.arange(n) * 2``).  Eager's later reads give
+    parameters alone (``self._tables[n] = torch.arange(n) * 2``), or from the buffers of
+    `graph` (the program's) named in `buffers`, which no write of it reaches (LeViT's
+    ``self.cache[device] = self.attention_biases[:, self.attention_bias_idxs]``).  Eager's later reads give
     the values the program computes anew on every call.  (A list that grows, a value made
     from the one it replaces or from an input, is state: traced again.)"""
     _, _, key, old, new = change
@@ -190,20 +200,21 @@ def _memo_only(change: tuple) -> bool:
         added = [new]
     else:
         return False
-    return bool(added) and all(_pure(v) for v in added)
+    return bool(added) and all(_pure(v, graph, buffers) for v in added)
 
 
 _KEPT = ("parameter",)  # the only placeholders a memo's tensor may be computed from
 
 
-def _pure(value: Any) -> bool:
+def _pure(value: Any, graph: Any = None, buffers: frozenset = frozenset()) -> bool:
     node = getattr(value, "st_node", None)
     if node is None or not all(type(s) is int for s in value.st_meta.shape):
         return False
     todo, seen = [node], {node}
     while todo:
         n = todo.pop()
-        if n.op == "placeholder" and n.meta.get("kind") not in _KEPT:
+        if n.op == "placeholder" and n.meta.get("kind") not in _KEPT and not (
+                n.meta.get("kind") == "buffer" and n.graph is graph and n.name in buffers):
             return False
         if any(_writes(u) for u in n.users):  # (`self._t[n].add_(1)` every call: state)
             return False

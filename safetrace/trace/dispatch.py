@@ -102,8 +102,11 @@ def higher_order_plan(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any
 
 
 def passthrough(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
-    """Global-state functions (grad mode, autocast queries): run once, as they are."""
-    return func(*args, **kwargs)
+    """Global-state functions (grad mode, autocast queries): run once, as they are (a
+    proxy argument, as in ``Module.to``'s ``_has_compatible_shallow_copy_type(p, q)``, as
+    the plain tensor it stands for)."""
+    with torch._C.DisableTorchFunctionSubclass():
+        return func(*args, **kwargs)
 
 
 def aten_call(packet: str, tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
