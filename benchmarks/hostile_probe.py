@@ -547,6 +547,45 @@ def after_load(st, ep, path: str, before: bytes, change: str, draw_inputs) -> tu
     return "ran", change
 
 
+def resaved(st, ep, args, kwargs) -> tuple | None:
+    """What a loaded program's users do with it (session 29): ``print(ep)`` is printable
+    text (no escape or carriage return a file put there), ``st.save`` of it writes a file
+    that loads and computes what the program does (on the same state), and ``to_torch()``
+    converts it or refuses with a catalogue error."""
+    import torch
+
+    text = str(ep)
+    if not text.replace("\n", "").replace("\t", "").isprintable():
+        bad = next(c for c in text if not c.isprintable() and c not in "\n\t")
+        return "FINDING print(ep)", f"prints {bad!a}"
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    try:
+        ep2 = st.load(buf.getvalue(), allow_ops=["sttest"])
+    except st.LoadError as e:
+        return "FINDING resave refused", str(e).splitlines()[0][:160]
+    outs = []
+    for program in (ep2, ep):
+        try:
+            outs.append(program.module()(*copy.deepcopy(args), **copy.deepcopy(kwargs)))
+        except Exception as e:  # noqa: BLE001
+            outs.append(type(e))
+    if isinstance(outs[0], type) or isinstance(outs[1], type):
+        if outs[0] is not outs[1]:
+            return "FINDING resave differs", f"{outs[0]} / {outs[1]}"
+    else:
+        for a, b in zip(torch.utils._pytree.tree_leaves(outs[0]),
+                        torch.utils._pytree.tree_leaves(outs[1])):
+            if isinstance(a, torch.Tensor) and not torch.equal(a, b) and not (
+                    a.is_floating_point() and torch.allclose(a, b, equal_nan=True)):
+                return "FINDING resave differs", "outputs differ"
+    try:
+        ep.to_torch()
+    except (st.LoadError, st.ExportError, NotImplementedError):
+        pass  # (a refusal naming what it cannot convert)
+    return None
+
+
 def worker(folder: str, start: int) -> None:
     import resource
     import signal
@@ -641,6 +680,11 @@ def worker(folder: str, start: int) -> None:
                         hostile_extra.node_records(ep, args, kwargs)
                     if wrong:
                         outcome, detail = "ran_meta_differs", wrong
+                    if attempt == 0 and outcome == "ran":
+                        again = resaved(st, ep, args, kwargs)
+                        if again:
+                            outcome, detail = again
+                            break
                     # outputs must not alias file data: write every tensor output
                     for leaf in torch.utils._pytree.tree_leaves(res):
                         if isinstance(leaf, torch.Tensor) and leaf.numel() and leaf.is_floating_point():
