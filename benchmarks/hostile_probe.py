@@ -26,7 +26,9 @@ nobody takes lied about, or dropped, session 27,
 over two more bases with custom ops over varying sizes), and the program's file changed
 after it loaded (``afterload``: truncated to 0 or half, rewritten or zeroed in place,
 replaced, appended to; session 28: each call must compute what a copy loaded from the
-file's bytes does); every
+file's bytes does), a control or format character in one string of the program (``text``,
+session 29); every program that runs is printed, saved again and loaded (the same
+outputs), and converted (``to_torch()``: converted or a catalogue refusal); every
 program that runs is called once more with its inputs inside larger buffers of sentinels
 (a read or a write of the caller's memory around them: a finding).  Each variant is loaded in a
 worker process under an address-space cap and an alarm, then called at a few input sizes.
@@ -263,6 +265,29 @@ KERNELS = ("mkldnn_rnn_layer.default", "miopen_rnn.default", "cudnn_batch_norm.d
            "quantized_lstm.data_legacy", "max_pool3d_with_indices_backward.default",
            "threshold_backward.default", "slice_backward.default", "unfold_backward.default",
            "reflection_pad2d_backward.default", "grid_sampler_2d_backward.default")
+
+
+_UNPRINTABLE = ["\r", "\x1b[2K", "\x1b]0;t\x07", "\u202e", "\u2028", "\u2029", "\x85",
+                "\x00", "\x0b", "\x0c", "\u200b", "\ufeff", "\x7f", "\x9b"]
+
+
+def text_variants(blob: bytes, rng: random.Random, count: int) -> list[tuple[str, bytes]]:
+    """``text`` (session 29): a control, format or line-separator character put into one
+    string of the program (a source line, a path, a symbol's origin, a name, a message):
+    refused at load, or else ``print(ep)`` must show no such character (``resaved``)."""
+    head, data = split(blob)
+    doc = json.loads(head["__metadata__"][KEY])
+    strings = [(p, k, path) for p, k, path in slots(doc) if isinstance(p[k], str)]
+    out = []
+    for _ in range(count if strings else 0):
+        parent, key, path = rng.choice(strings)
+        old, bad = parent[key], rng.choice(_UNPRINTABLE)
+        cut = rng.randint(0, len(old))
+        parent[key] = old[:cut] + bad + old[cut:]
+        h = dict(head, __metadata__=dict(head["__metadata__"], **{KEY: json.dumps(doc)}))
+        parent[key] = old
+        out.append((f"text:{'/'.join(map(str, path))[:60]}:{bad!a}", join(h, data)))
+    return out
 
 
 def _kernel_arg(kind: str, tensors: list, rng: random.Random) -> object:
@@ -719,7 +744,7 @@ def main() -> int:
     ap.add_argument("--keep", default=None, help="folder to keep the variants in")
     ap.add_argument("--programs", default=None, help="comma-separated program names")
     ap.add_argument("--classes", default=None,
-                    help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel,"
+                    help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel,text,"
                          "alias,names,ops,ranges,views,operands,records,offsets,order,"
                          "counts,depth,dups,unicode,recmeta,lists,afterload)")
     a = ap.parse_args()
@@ -740,12 +765,12 @@ def main() -> int:
         if a.programs and pname not in a.programs.split(","):
             continue
         n = a.per_program
-        wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel,alias,names,ops,"
+        wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel,text,alias,names,ops,"
                                "ranges,views,operands,records,afterload," +
                                ",".join(hostile_extra.KINDS)).split(","))
         makers = [("json", json_variants, n), ("multi", multi_variants, n),
                   ("tensor", tensor_variants, n // 4), ("bytes", byte_variants, n // 4),
-                  ("kernel", kernel_variants, n // 2),
+                  ("kernel", kernel_variants, n // 2), ("text", text_variants, n // 4),
                   ("sg", lambda b, r, c: hostile_subgraphs.variants(b, r, c, split, join, KEY),
                    2 * n)]
         makers += [(kind, lambda b, r, c, kind=kind: hostile_more.variants(b, r, c, kind),
