@@ -50,3 +50,48 @@ def test_a_declared_range_with_the_value_loads_and_saves_again(lo, hi):
     buf = io.BytesIO()
     st.save(ep, buf)
     torch.testing.assert_close(st.load(buf.getvalue()).module()(x), x)
+
+
+class Written(torch.nn.Module):
+    """``.item()`` of an input: ``u0``'s range is what the checks give, [0, 8 - s0]."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(8, 4))
+
+    def forward(self, x, pos):
+        p = pos.item()
+        torch._check(p >= 0)
+        torch._check(p + x.shape[0] <= 8)
+        self.cache[p:p + x.shape[0]].copy_(x)
+        return self.cache.sum()
+
+
+def _written(lo: int, hi: int) -> bytes:
+    buf = io.BytesIO()
+    st.save(st.export(Written(), (torch.randn(3, 4), torch.tensor(2)),
+                      dynamic_shapes={"x": {0: st.Dim("n", min=1, max=8)}, "pos": None}), buf)
+    doc, tensors = hostile.parts(buf.getvalue())
+    (u,) = [s for s in doc["symbols"] if s["name"].startswith("u")]
+    u["lo"], u["hi"] = lo, hi
+    return hostile.pack(doc, tensors)
+
+
+@pytest.mark.parametrize("lo,hi", [(1, 1), (-1, -1)])
+def test_a_read_size_outside_its_declared_range_is_refused_at_call(lo, hi):
+    """Before: a file declaring ``u0`` in ``[1, 1]`` ran with ``pos = 0``; ``st.save`` of
+    it wrote ``item`` as the number 1, and the saved file refused the call it had run."""
+    ep = st.load(_written(lo, hi))
+    x = torch.randn(3, 4)
+    with pytest.raises(st.RuntimeAssertionError, match=r"'item'"):
+        ep.module()(x, torch.tensor(0))
+    if lo == 1:
+        torch.testing.assert_close(ep.module()(x, torch.tensor(1)), x.sum())
+
+
+def test_a_read_size_within_its_declared_range_runs():
+    ep = st.load(_written(0, 7))
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(ep.module()(x, torch.tensor(0)), x.sum())
+    torch.testing.assert_close(ep.module()(torch.randn(1, 4), torch.tensor(7)),
+                               ep.state_dict["cache"].sum())
