@@ -231,8 +231,8 @@ def _printable(doc: Any) -> None:
         elif isinstance(value, dict):
             node = "op" in value  # (its name, op and target: identifiers and operators)
             for k, v in value.items():
-                if k == "val" or (node and k in _NODE_CHECKED):  # (decoded by their grammar)
-                    continue
+                if k in ("val", "splits") or (node and k in _NODE_CHECKED):  # (decoded by
+                    continue  # their grammar; the splits' lines checked by rebuild.py)
                 stack.append((k, False))
                 stack.append((v, trace or k in _MULTILINE))
         elif isinstance(value, list):

@@ -100,7 +100,6 @@ class Recorded:
         # (``as_recorded.AsRecorded.records_at_call``)
         self.at_call: list = []
         self.open: list = []  # (for one node: (equality, where, size) left open till the
-        self.unranged: set = set()  # (file symbols whose declared range is checked at call)
         self.unsure: list = []  # end of its graph; (where, size) not provably the record)
         self._path: list = []  # (where in the value ``_same`` compares now)
         self.read: set = set()  # nodes whose value the evaluation read from a constant
@@ -384,7 +383,7 @@ class Recorded:
                     d.name not in self.taken and d.name not in self.opaque:
                 self.file_to_scratch[r.name] = d
                 self.taken.add(d.name)
-                return self._within(rec, r, d)
+                return True
             if r.op == "sym" and not self.in_main and \
                     {str(x) for x in d.free_symbols} <= self.contract:
                 return self._as_input(rec, r, d)
@@ -395,7 +394,7 @@ class Recorded:
                 return True  # [-1, -1] for a 3 made zeros' record [-1], session 29)
             return self._solve(rec, r, d)
         if d is r_in:
-            return self._within(rec, r, d) if r.name in self.unranged else True
+            return True
         try:
             answer = self.env.decide(eq(d, r_in))
             if answer is None:  # (two forms of one size, a min/max placed otherwise in
@@ -446,29 +445,6 @@ class Recorded:
             self.unsure.append((tuple(self._path), ("in", rng.lo, rng.hi)))
             return None
         return True
-
-    def _within(self, rec: Any, r: Expr, d: Expr) -> bool | None:
-        """A size read from data (``d``) that the file records as a symbol of its own
-        (``r``): its declared range must hold every value ``d`` takes (where the loader's
-        bounds, under the facts of this comparison, show it: else checked at call; where
-        they show it never does, the file lies: ``u0`` of ``.item()`` in ``[1, 1]`` where
-        the graph's checks give ``[0, 7]``, its record then believed by ``st.save``)."""
-        env = getattr(rec, "env", None)
-        rng = env.symbol_range(r.name) if env is not None else None
-        if rng is None:
-            return True
-        try:
-            b = self.env.bounds(d)
-        except Exception:  # noqa: BLE001 - a question the engine cannot take
-            b = None
-        if b is not None and (b.hi < rng.lo or b.lo > rng.hi):
-            return False
-        if b is not None and rng.lo <= b.lo and b.hi <= rng.hi:
-            self.unranged.discard(r.name)
-            return True
-        self.unranged.add(r.name)
-        self.unsure.append((tuple(self._path), ("in", rng.lo, rng.hi)))
-        return None
 
     @staticmethod
     def _declares(rec: Any, r: Expr, value: Any) -> bool:
