@@ -51,3 +51,18 @@ def test_a_declared_range_with_the_value_loads_and_saves_again(lo, hi):
     st.save(ep, buf)
     torch.testing.assert_close(st.load(buf.getvalue()).module()(x), x)
 
+
+
+@pytest.mark.parametrize("bound", [-2**63, 2**62, -2**62])
+def test_a_contract_bound_outside_the_files_bounds_is_refused(bound):
+    """Before (session 29, probe seed 2904): a contract symbol's ``lo`` of ``-2**63`` loaded
+    (``range_constraints`` refuses it), and ``st.save`` of the program wrote a file that
+    its loader refused."""
+    n = st.Dim("n", min=1, max=32)
+    buf = io.BytesIO()
+    st.save(st.export(torch.nn.ReLU(), (torch.randn(4),), dynamic_shapes=({0: n},)), buf)
+    doc, tensors = hostile.parts(buf.getvalue())
+    doc["contract"]["symbols"][0]["lo" if bound < 0 else "hi"] = bound
+    with pytest.raises(st.LoadError, match=r"contract.symbols\[0\].(lo|hi): expected an "
+                                           r"integer bound"):
+        st.load(hostile.pack(doc, tensors))
