@@ -26,7 +26,9 @@ nobody takes lied about, or dropped, session 27,
 over two more bases with custom ops over varying sizes), and the program's file changed
 after it loaded (``afterload``: truncated to 0 or half, rewritten or zeroed in place,
 replaced, appended to; session 28: each call must compute what a copy loaded from the
-file's bytes does); every
+file's bytes does), a control or format character in one string of the program (``text``,
+session 29); every program that runs is printed, saved again and loaded (the same
+outputs), and converted (``to_torch()``: converted or a catalogue refusal); every
 program that runs is called once more with its inputs inside larger buffers of sentinels
 (a read or a write of the caller's memory around them: a finding).  Each variant is loaded in a
 worker process under an address-space cap and an alarm, then called at a few input sizes.
@@ -263,6 +265,29 @@ KERNELS = ("mkldnn_rnn_layer.default", "miopen_rnn.default", "cudnn_batch_norm.d
            "quantized_lstm.data_legacy", "max_pool3d_with_indices_backward.default",
            "threshold_backward.default", "slice_backward.default", "unfold_backward.default",
            "reflection_pad2d_backward.default", "grid_sampler_2d_backward.default")
+
+
+_UNPRINTABLE = ["\r", "\x1b[2K", "\x1b]0;t\x07", "\u202e", "\u2028", "\u2029", "\x85",
+                "\x00", "\x0b", "\x0c", "\u200b", "\ufeff", "\x7f", "\x9b"]
+
+
+def text_variants(blob: bytes, rng: random.Random, count: int) -> list[tuple[str, bytes]]:
+    """``text`` (session 29): a control, format or line-separator character put into one
+    string of the program (a source line, a path, a symbol's origin, a name, a message):
+    refused at load, or else ``print(ep)`` must show no such character (``resaved``)."""
+    head, data = split(blob)
+    doc = json.loads(head["__metadata__"][KEY])
+    strings = [(p, k, path) for p, k, path in slots(doc) if isinstance(p[k], str)]
+    out = []
+    for _ in range(count if strings else 0):
+        parent, key, path = rng.choice(strings)
+        old, bad = parent[key], rng.choice(_UNPRINTABLE)
+        cut = rng.randint(0, len(old))
+        parent[key] = old[:cut] + bad + old[cut:]
+        h = dict(head, __metadata__=dict(head["__metadata__"], **{KEY: json.dumps(doc)}))
+        parent[key] = old
+        out.append((f"text:{'/'.join(map(str, path))[:60]}:{bad!a}", join(h, data)))
+    return out
 
 
 def _kernel_arg(kind: str, tensors: list, rng: random.Random) -> object:
@@ -547,6 +572,45 @@ def after_load(st, ep, path: str, before: bytes, change: str, draw_inputs) -> tu
     return "ran", change
 
 
+def resaved(st, ep, args, kwargs) -> tuple | None:
+    """What a loaded program's users do with it (session 29): ``print(ep)`` is printable
+    text (no escape or carriage return a file put there), ``st.save`` of it writes a file
+    that loads and computes what the program does (on the same state), and ``to_torch()``
+    converts it or refuses with a catalogue error."""
+    import torch
+
+    text = str(ep)
+    if not text.replace("\n", "").replace("\t", "").isprintable():
+        bad = next(c for c in text if not c.isprintable() and c not in "\n\t")
+        return "FINDING print(ep)", f"prints {bad!a}"
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    try:
+        ep2 = st.load(buf.getvalue(), allow_ops=["sttest"])
+    except st.LoadError as e:
+        return "FINDING resave refused", str(e).splitlines()[0][:160]
+    outs = []
+    for program in (ep2, ep):
+        try:
+            outs.append(program.module()(*copy.deepcopy(args), **copy.deepcopy(kwargs)))
+        except Exception as e:  # noqa: BLE001
+            outs.append(type(e))
+    if isinstance(outs[0], type) or isinstance(outs[1], type):
+        if outs[0] is not outs[1]:
+            return "FINDING resave differs", f"{outs[0]} / {outs[1]}"
+    else:
+        for a, b in zip(torch.utils._pytree.tree_leaves(outs[0]),
+                        torch.utils._pytree.tree_leaves(outs[1])):
+            if isinstance(a, torch.Tensor) and not torch.equal(a, b) and not (
+                    a.is_floating_point() and torch.allclose(a, b, equal_nan=True)):
+                return "FINDING resave differs", "outputs differ"
+    try:
+        ep.to_torch()
+    except (st.LoadError, st.ExportError, NotImplementedError):
+        pass  # (a refusal naming what it cannot convert)
+    return None
+
+
 def worker(folder: str, start: int) -> None:
     import resource
     import signal
@@ -641,6 +705,11 @@ def worker(folder: str, start: int) -> None:
                         hostile_extra.node_records(ep, args, kwargs)
                     if wrong:
                         outcome, detail = "ran_meta_differs", wrong
+                    if attempt == 0 and outcome == "ran":
+                        again = resaved(st, ep, args, kwargs)
+                        if again:
+                            outcome, detail = again
+                            break
                     # outputs must not alias file data: write every tensor output
                     for leaf in torch.utils._pytree.tree_leaves(res):
                         if isinstance(leaf, torch.Tensor) and leaf.numel() and leaf.is_floating_point():
@@ -675,7 +744,7 @@ def main() -> int:
     ap.add_argument("--keep", default=None, help="folder to keep the variants in")
     ap.add_argument("--programs", default=None, help="comma-separated program names")
     ap.add_argument("--classes", default=None,
-                    help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel,"
+                    help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel,text,"
                          "alias,names,ops,ranges,views,operands,records,offsets,order,"
                          "counts,depth,dups,unicode,recmeta,lists,afterload)")
     a = ap.parse_args()
@@ -696,12 +765,12 @@ def main() -> int:
         if a.programs and pname not in a.programs.split(","):
             continue
         n = a.per_program
-        wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel,alias,names,ops,"
+        wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel,text,alias,names,ops,"
                                "ranges,views,operands,records,afterload," +
                                ",".join(hostile_extra.KINDS)).split(","))
         makers = [("json", json_variants, n), ("multi", multi_variants, n),
                   ("tensor", tensor_variants, n // 4), ("bytes", byte_variants, n // 4),
-                  ("kernel", kernel_variants, n // 2),
+                  ("kernel", kernel_variants, n // 2), ("text", text_variants, n // 4),
                   ("sg", lambda b, r, c: hostile_subgraphs.variants(b, r, c, split, join, KEY),
                    2 * n)]
         makers += [(kind, lambda b, r, c, kind=kind: hostile_more.variants(b, r, c, kind),

@@ -202,7 +202,41 @@ def _document(metadata: dict, budgets: Budgets) -> dict:
                                     f"({err.object[err.start:err.end]!a}): not valid "
                                     "Unicode") from None
     _check_version(doc)
+    _printable(doc)
     return doc
+
+
+_PLAIN = re.compile(r"[ -~]*\Z")  # printable ASCII: nearly every string of a file
+_MULTILINE = frozenset({"stack_trace", "args", "kwargs"})  # (keys of a node)
+_NODE_CHECKED = frozenset({"name", "op", "target"})
+
+
+def _printable(doc: Any) -> None:
+    """Refuse a string of the program that is not printable text: ``print(ep)``, errors and
+    ``to_torch()``'s graphs show the file's names, paths and source lines, and a terminal
+    escape, a carriage return or a direction mark there could hide or forge lines of the
+    graph shown (a source line ending in a carriage return, then a forged ``add = ...``).  A node's ``stack_trace`` (its source
+    lines) and the strings of its arguments (a check's message, shown as the error of a
+    failed call) may hold line breaks and tabs, nothing else may."""
+    stack: list = [(doc, False)]
+    while stack:
+        value, trace = stack.pop()
+        if isinstance(value, str):
+            if not _PLAIN.match(value) and not (
+                    value.replace("\n", "").replace("\t", "") if trace else value).isprintable():
+                bad = next(c for c in value if not c.isprintable() and not (trace and c in "\n\t"))
+                raise bad_file(PROGRAM, f"a string holds {bad!a}, a character that is not "
+                                        f"printable (control, format or line separator): "
+                                        f"{value[:60]!a}")
+        elif isinstance(value, dict):
+            node = "op" in value  # (its name, op and target: identifiers and operators)
+            for k, v in value.items():
+                if k in ("val", "splits") or (node and k in _NODE_CHECKED):  # (decoded by
+                    continue  # their grammar; the splits' lines checked by rebuild.py)
+                stack.append((k, False))
+                stack.append((v, trace or k in _MULTILINE))
+        elif isinstance(value, list):
+            stack.extend((v, trace) for v in value)
 
 
 def _external(weights: Any, budgets: Budgets, mapped: bool) -> dict:

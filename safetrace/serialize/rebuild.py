@@ -390,7 +390,11 @@ class Builder(StateReader):
         return out
 
     def _contract(self, c: Any) -> Any:
-        return decode_record(Contract, c, "contract")
+        contract = decode_record(Contract, c, "contract")
+        for i, s in enumerate(contract.symbols):  # (a bound as range_constraints' own:
+            for k in ("lo", "hi"):  # -2**63 was taken here, and a second save wrote a
+                _opt_int(getattr(s, k), f"contract.symbols[{i}].{k}")  # file refused)
+        return contract
 
     def _range_constraints(self) -> Any:
 

@@ -388,8 +388,10 @@ class Recorded:
                     {str(x) for x in d.free_symbols} <= self.contract:
                 return self._as_input(rec, r, d)
             if d.op == "const" and r.op == "sym" and self.reading:  # (read from a constant
-                self.file_to_scratch[r.name] = d  # by the loader: the file's symbol is that
-                return True  # value, in what later nodes record of it)
+                if not self._declares(rec, r, d.value):  # by the loader: the file's symbol
+                    return False  # is that value, in what later nodes record of it, where
+                self.file_to_scratch[r.name] = d  # its declared range holds it: a range
+                return True  # [-1, -1] for a 3 made zeros' record [-1], session 29)
             return self._solve(rec, r, d)
         if d is r_in:
             return True
@@ -443,6 +445,13 @@ class Recorded:
             self.unsure.append((tuple(self._path), ("in", rng.lo, rng.hi)))
             return None
         return True
+
+    @staticmethod
+    def _declares(rec: Any, r: Expr, value: Any) -> bool:
+        """Whether the file's declared range of its symbol ``r`` holds ``value``."""
+        env = getattr(rec, "env", None)
+        rng = env.symbol_range(r.name) if env is not None else None
+        return rng is None or rng.lo <= value <= rng.hi
 
     def _reads(self, d: Expr) -> bool:
         """Whether ``d`` is a size a subgraph's node reads from data (none of its operands
