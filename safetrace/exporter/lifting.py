@@ -17,7 +17,7 @@ from safetrace.meta import TensorMeta
 from safetrace.meta.tensor import static_meta
 from safetrace.trace.graph import add_placeholder, add_placeholders
 from safetrace.trace.layout import LOOSE, exact_contiguous
-from safetrace.trace.mutation import returns_self
+from safetrace.trace.mutation import input_itself
 from safetrace.trace.proxy import WRAPPER, Proxy
 
 _STRIDED = torch.strided
@@ -144,17 +144,7 @@ def as_given(p: Any) -> Any:
     the contract checks the inputs as given."""
     if not isinstance(p, Proxy):
         return p
-    node = p.st_node
-    for _ in range(256):
-        if not isinstance(node, torch.fx.Node):
-            return p
-        if node.op == "placeholder":
-            given = node.meta.get("val")
-            return given if isinstance(given, Proxy) else p
-        if node.op != "call_function" or not node.args or \
-                not isinstance(node.target, torch._ops.OpOverload) or \
-                not returns_self(node.target):
-            return p
-        node = node.args[0]
-    return p
+    node = input_itself(p.st_node)
+    given = node.meta.get("val") if node is not None else None
+    return given if isinstance(given, Proxy) else p
 
