@@ -24,6 +24,8 @@ import operator
 from typing import Any
 
 import torch
+# (sym_node's sentinel for "no hint" is what torch's own SymNode code compares against)
+from torch.fx.experimental.sym_node import _NO_HINT, method_to_operator
 
 from safetrace.interop.size_node import node_class
 from safetrace.interop.symbols import backed_symint, conversion_env
@@ -133,23 +135,15 @@ def _remember(key: tuple, out: Any) -> None:
 
 
 def _build(method: str, hit: tuple, env: Any, pytype: type, hl: Any, hr: Any) -> Any:
-    to_op, no_hint = _torch_parts()
     if hl is None or hr is None:
-        hint: Any = no_hint
+        hint: Any = _NO_HINT
     else:
         fn = _HINTS.get(method)
-        hint = (fn or to_op(_TORCH_NAMES.get(method, method)))(hl, hr)
+        hint = (fn or method_to_operator(_TORCH_NAMES.get(method, method)))(hl, hr)
         if hint is not None and not isinstance(hint, (torch.SymInt, torch.SymBool)):
             hint = pytype(hint)
     node = hit[3](hit[0], env, pytype, hint, fx_node=hit[2], optimized_summation=hit[1])
     return torch.SymInt(node) if pytype is int else torch.SymBool(node)
-
-
-@functools.cache
-def _torch_parts() -> tuple:
-    from torch.fx.experimental.sym_node import _NO_HINT, method_to_operator
-
-    return method_to_operator, _NO_HINT
 
 
 def _tracing() -> bool:
