@@ -22,12 +22,18 @@ BEYOND_TORCH = (aten.histc.default, aten.empty_permuted.default)
 LEADS_BEYOND = BEYOND_TORCH + (aten.empty_like.default,)
 
 
-def _register(*ops: Any) -> Callable:
-    def deco(fn: Callable) -> Callable:
-        for op in ops:
-            TABLE[op] = fn
-        return fn
-    return deco
+def registrar(table: dict) -> Callable:
+    """``@register(op, ...)``: the function is `table`'s form of each op."""
+    def register(*ops: Any) -> Callable:
+        def deco(fn: Callable) -> Callable:
+            for op in ops:
+                table[op] = fn
+            return fn
+        return deco
+    return register
+
+
+_register = registrar(TABLE)
 
 
 def _mm(a: Any, b: Any) -> Any:

@@ -14,18 +14,11 @@ from typing import Any, Callable
 
 import torch
 
-from safetrace.interop.composites import TABLE as BASE
+from safetrace.interop.composites import TABLE as BASE, registrar
 
 aten = torch.ops.aten
 TABLE: dict[Any, Callable] = {}
-
-
-def _register(*ops: Any) -> Callable:
-    def deco(fn: Callable) -> Callable:
-        for op in ops:
-            TABLE[op] = fn
-        return fn
-    return deco
+_register = registrar(TABLE)
 
 
 @_register(aten.type_as.default)
