@@ -21,7 +21,10 @@ several: one getitem node each, ``_pieces``), and every tensor of the call an ar
 of its node (a tensor read as a number, ``x.view(n)`` of a 0-d tensor of known value,
 is not remembered).  A call without a tensor (a factory) is keyed by its other
 arguments.  A call the key does not describe (value facts, constants found in the
-code, any other kind of argument) goes the whole way each time.  The table is emptied when a
+code, any other kind of argument) goes the whole way each time.  A ``view`` of a
+tensor whose layout is not known contiguous is replayed with eager's view check run again
+on the call's own tensor and sizes (``layout._check_view`` reads the example's strides and
+whether the line is inside a ``try``, neither of them in the key).  The table is emptied when a
 shape rule is registered or replaced (``refresh``, with the tracer's per-op table);
 ``tests/trace/test_memo.py`` shows each part of the key and the emptying at work.
 
@@ -66,6 +69,7 @@ from safetrace.meta.active import ACTIVE
 from safetrace.meta.symtypes import SYM_CLASSES, TorchSymInt
 from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.graph import FAST_NODES, add_node
+from safetrace.trace.index_ranges import CHECKS
 from safetrace.trace.proxy import WRAPPER, Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.source import LIBRARY_FILES, TRACES, short, stack_trace
@@ -110,7 +114,22 @@ _default_dtype = torch.get_default_dtype
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 
 
-_STRIDE_CHECKED = frozenset({torch.Tensor.view, torch.Tensor.view_as, torch.ops.aten.view.default})
+_VIEW_OP = torch.ops.aten.view.default
+_STRIDE_CHECKED = frozenset({torch.Tensor.view, torch.Tensor.view_as, _VIEW_OP})
+_SIZE_TYPES = (int, TorchSymInt)
+
+
+def _view_sizes(func: Any, args: tuple, kwargs: dict) -> list | None:
+    """The sizes ``aten.view.default`` gets from ``x.view(*sizes)``, ``x.view(sizes)`` or
+    ``aten.view.default(x, sizes)``: ints and sizes of this export only; None for any other
+    form (``view_as``, a dtype, keywords, a tensor among the sizes)."""
+    if kwargs or len(args) < 2 or func is torch.Tensor.view_as:
+        return None
+    sizes = args[1] if len(args) == 2 and type(args[1]) in (list, tuple, torch.Size) \
+        else args[1:] if func is torch.Tensor.view else None
+    if sizes is None or not all(type(s) in _SIZE_TYPES for s in sizes):
+        return None
+    return list(sizes)
 
 
 def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
@@ -119,12 +138,15 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     ``traced`` (which remembers it when it took the plain path); a call no key describes
     goes by its plan."""
     env = tr.env
+    checked = None
     if func in _STRIDE_CHECKED and args and type(args[0]) is Proxy and \
             args[0].st_contig is None:
         # (a view of a tensor whose layout is not known contiguous: its check replays the
-        # example's strides and reads whether the line is in a `try`, layout._check_view;
-        # neither is in the key)
-        return plan(tr, func, args, kwargs)
+        # example's strides and reads whether the line is in a `try`, neither of which
+        # the key holds: a replay runs the check again, on this call's tensor and sizes)
+        checked = _view_sizes(func, args, kwargs)
+        if checked is None:  # (a form the replay does not check: traced every time)
+            return plan(tr, func, args, kwargs)
     # the key: the callable, the default dtype, then each argument (the graph node of
     # each of its tensors, in order, in `nodes`: the slots of an entry); `sym` holds the
     # env whose sizes may be keyed, then a mark for each tensor of symbolic sizes
@@ -177,6 +199,8 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     if hit is None or (tr.tracing_through and func in tr.tracing_through):
         return traced(tr, (key, nodes, epoch), plan, func, args, kwargs, MEMO)
     # the call made before with the same key: its node again
+    if checked is not None and hit[0] is _VIEW_OP:  # (eager's view check, as the traced
+        CHECKS[_VIEW_OP](tr, (args[0], checked), {})  # call ran it on its node's op)
     op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes, span = hit
     if fills is None:  # (the node's arguments are the call's tensors, in order)
         targs = tuple(nodes)
