@@ -365,7 +365,7 @@ def _check_view(tr: Recorder, args: tuple, kwargs: dict) -> None:
         if not _splits_only(tuple(x.st_meta.shape), args[1]):
             raise view_of_vmap_output(short(stack_trace(4)))
         return
-    if x.st_layout is not None and _viewable(x, args[1]):  # (exact strides: decided)
+    if view_proven(x, args[1]):  # (exact strides: decided)
         return
     try:
         memo = {_ON_CPU: _numel(_hint(tuple(x.st_meta.shape))) <= _CPU_NUMEL}
@@ -384,6 +384,13 @@ def _check_view(tr: Recorder, args: tuple, kwargs: dict) -> None:
     if program_catches():   # (valid at the example, or not known there: at other sizes
         # eager may raise, and the program's except side would not run)
         raise view_of_strided("", short(stack_trace(4)), caught=True)
+
+
+def view_proven(x: Proxy, new: Any) -> bool:
+    """Whether ``x.view(new)`` is proven valid for every size from x's exact strides
+    (``st_layout``): eager's view check then needs no example, and the answer is a function
+    of x's sizes and strides and of `new` alone (memo.py keeps it per call key)."""
+    return x.st_layout is not None and _viewable(x, new)
 
 
 def _viewable(x: Proxy, new: Any) -> bool:

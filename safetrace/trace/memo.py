@@ -24,7 +24,9 @@ arguments.  A call the key does not describe (value facts, constants found in th
 code, any other kind of argument) goes the whole way each time.  A ``view`` of a
 tensor whose layout is not known contiguous is replayed with eager's view check run again
 on the call's own tensor and sizes (``layout._check_view`` reads the example's strides and
-whether the line is inside a ``try``, neither of them in the key).  The table is emptied when a
+whether the line is inside a ``try``, neither of them in the key); where the check is
+decided by the tensor's exact strides alone (``layout.view_proven``: a function of the
+key), the key is kept in ``PROVEN`` and its replays skip it.  The table is emptied when a
 shape rule is registered or replaced (``refresh``, with the tracer's per-op table);
 ``tests/trace/test_memo.py`` shows each part of the key and the emptying at work.
 
@@ -70,6 +72,7 @@ from safetrace.meta.symtypes import SYM_CLASSES, TorchSymInt
 from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.graph import FAST_NODES, add_node
 from safetrace.trace.index_ranges import CHECKS
+from safetrace.trace.layout import view_proven
 from safetrace.trace.proxy import WRAPPER, Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.source import LIBRARY_FILES, TRACES, short, stack_trace
@@ -80,6 +83,9 @@ from safetrace.trace.versions import stamp
 
 _LIMIT = 50_000  # entries (a few MB); the table starts again when full
 MEMO: dict[tuple, tuple] = {}
+# the keys of views of a tensor of unknown layout whose fit to its exact strides is proven
+# (layout.view_proven): their replays skip eager's view check
+PROVEN: set[tuple] = set()
 # argument types keyed by value (a float zero by its text: -0.0 == 0.0, and the node
 # gets the first call's number)
 _PLAIN = frozenset((int, float, bool, str, type(None), torch.dtype, torch.device,
@@ -199,8 +205,15 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     if hit is None or (tr.tracing_through and func in tr.tracing_through):
         return traced(tr, (key, nodes, epoch), plan, func, args, kwargs, MEMO)
     # the call made before with the same key: its node again
-    if checked is not None and hit[0] is _VIEW_OP:  # (eager's view check, as the traced
-        CHECKS[_VIEW_OP](tr, (args[0], checked), {})  # call ran it on its node's op)
+    if checked is not None and hit[0] is _VIEW_OP and (tr.vmapped or key not in PROVEN):
+        # (eager's view check, as the traced call ran it on its node's op; one proven from
+        # exact strides, a function of the key, is proven again for any call of that key)
+        if not tr.vmapped and view_proven(args[0], checked):
+            if len(PROVEN) >= _LIMIT:
+                PROVEN.clear()
+            PROVEN.add(key)
+        else:
+            CHECKS[_VIEW_OP](tr, (args[0], checked), {})
     op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes, span = hit
     if fills is None:  # (the node's arguments are the call's tensors, in order)
         targs = tuple(nodes)
@@ -620,3 +633,4 @@ def _node_count(graph: torch.fx.Graph) -> int:
 def refresh() -> None:
     """Forget every entry (a shape rule was registered or replaced)."""
     MEMO.clear()
+    PROVEN.clear()
