@@ -441,4 +441,15 @@ def _splits_only(old: tuple, new: Any) -> bool:
     return i == len(news)
 
 
+def _check_view_as(tr: Recorder, args: tuple, kwargs: dict) -> None:
+    """``x.view_as(other)``: eager views x as other's sizes (``x.view(other.size())``),
+    checked as that view is (``_check_view``)."""
+    other = args[1] if len(args) > 1 else kwargs.get("other")
+    if isinstance(other, Proxy):
+        _check_view(tr, (args[0], list(other.st_meta.shape)), {})
+    elif isinstance(other, torch.Tensor):  # (a real tensor: the model's state, a constant)
+        _check_view(tr, (args[0], list(other.shape)), {})
+
+
 CHECKS[torch.ops.aten.view.default] = _check_view
+CHECKS[torch.ops.aten.view_as.default] = _check_view_as
