@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import (layout_of_view, strides_of_loose, view_of_strided,
-                              view_of_vmap_output)
+from safetrace.errors import (layout_of_view, strides_of_loose, view_dtype_of_strided,
+                              view_of_strided, view_of_vmap_output)
 from safetrace.meta import contiguous_strides
 from safetrace.meta.symtypes import SYM_CLASSES
 from safetrace.rules.common import cond_true, normalize_dim
@@ -451,5 +451,39 @@ def _check_view_as(tr: Recorder, args: tuple, kwargs: dict) -> None:
         _check_view(tr, (args[0], list(other.shape)), {})
 
 
+def _check_view_dtype(tr: Recorder, args: tuple, kwargs: dict) -> None:
+    """``x.view(dtype)`` to another element size: eager requires ``x.stride(-1) == 1`` (the
+    rule checks the sizes). Where x's layout is not row-major and that stride is not
+    proven 1, eager's check is replayed on the example's strides (a view of unknown layout;
+    a ``LOOSE`` tensor's example strides are not kept: not replayed), and inside a ``try``
+    the view is refused, as ``_check_view`` refuses a view whose fit depends on the sizes."""
+    x = args[0] if args else None
+    dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+    if not isinstance(x, Proxy) or x.st_contig is True or not isinstance(dtype, torch.dtype) \
+            or dtype.itemsize == x.st_meta.dtype.itemsize or not x.st_meta.shape:
+        return
+    lay = x.st_layout  # (exact strides: stride 1 on a last dim of size >= 2 decides it)
+    if lay is not None and type(lay[0][-1]) is int and lay[0][-1] == 1 and \
+            cond_true(x.st_meta.shape[-1] >= 2):
+        return
+    if x.st_contig is None and not (tr.vmapped and vmap_strides(x.st_node)):
+        try:
+            memo = {_ON_CPU: _numel(_hint(tuple(x.st_meta.shape))) <= _CPU_NUMEL}
+            example = _example(x.st_node, 0, memo)
+            if example is None and memo.get(_TOO_LARGE):
+                example = _example(x.st_node, 0, {})
+        except LookupError:
+            example = None
+        if example is not None:
+            try:
+                with torch._C.DisableTorchFunction():
+                    example.view(dtype)
+            except RuntimeError as exc:
+                raise view_dtype_of_strided(str(exc), short(stack_trace(4))) from None
+    if program_catches():
+        raise view_dtype_of_strided("", short(stack_trace(4)), caught=True)
+
+
 CHECKS[torch.ops.aten.view.default] = _check_view
 CHECKS[torch.ops.aten.view_as.default] = _check_view_as
+CHECKS[torch.ops.aten.view.dtype] = _check_view_dtype

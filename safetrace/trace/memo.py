@@ -121,7 +121,8 @@ _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 
 
 _VIEW_OP = torch.ops.aten.view.default
-_STRIDE_CHECKED = frozenset({torch.Tensor.view, torch.Tensor.view_as, _VIEW_OP})
+_STRIDE_CHECKED = frozenset({torch.Tensor.view, torch.Tensor.view_as, _VIEW_OP,
+                             torch.ops.aten.view.dtype})
 _SIZE_TYPES = (int, TorchSymInt)
 
 
@@ -146,13 +147,15 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     env = tr.env
     checked = None
     if func in _STRIDE_CHECKED and args and type(args[0]) is Proxy and \
-            args[0].st_contig is None:
+            args[0].st_contig is not True:
         # (a view of a tensor whose layout is not known contiguous: its check replays the
         # example's strides and reads whether the line is in a `try`, neither of which
         # the key holds: a replay runs the check again, on this call's tensor and sizes)
         checked = _view_sizes(func, args, kwargs)
-        if checked is None:  # (a form the replay does not check: traced every time)
+        if checked is None:  # (a form the replay does not check, a dtype's: traced anew)
             return plan(tr, func, args, kwargs)
+        if args[0].st_contig is not None:  # (LOOSE: the view by sizes checks nothing)
+            checked = None
     # the key: the callable, the default dtype, then each argument (the graph node of
     # each of its tensors, in order, in `nodes`: the slots of an entry); `sym` holds the
     # env whose sizes may be keyed, then a mark for each tensor of symbolic sizes

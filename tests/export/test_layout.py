@@ -458,3 +458,45 @@ def test_view_as_is_checked_as_the_view_it_is():
     with pytest.raises(st.OpShapeError, match="inside a `try` block"):
         st.export(transposed_in_try, (torch.randn(4, 1),),
                   dynamic_shapes=({0: Dim("a"), 1: Dim("b")},))
+
+
+def test_view_as_another_element_size_needs_a_last_stride_of_one():
+    # eager's x.view(dtype) to another element size requires x.stride(-1) == 1: a
+    # transposed tensor raises there, and inside a `try` eager runs the except side
+    def in_try(x):
+        v = x.t()
+        try:
+            return v.view(torch.int16).float()
+        except RuntimeError:
+            return v.reshape(-1) * 2
+
+    def plain(x):
+        return x.t().view(torch.int16).float()
+
+    def contiguous_in_try(x):
+        try:
+            return x.view(torch.int16).float()
+        except RuntimeError:
+            return x * 2
+
+    x = torch.randn(4, 6)
+    torch.testing.assert_close(in_try(x), x.t().reshape(-1) * 2)
+    for fn in (in_try, plain):
+        with pytest.raises(st.OpShapeError, match=r"stride\(-1\) must be 1"):
+            st.export(fn, (x,))
+    spec = ({0: Dim("a"), 1: Dim("b")},)
+    # at (4, 1) the transpose's last stride is 1 (eager's view fits); at (2, 2) it is not
+    with pytest.raises(st.OpShapeError, match="inside a `try` block"):
+        st.export(in_try, (torch.randn(4, 1),), dynamic_shapes=spec)
+    ep = st.export(plain, (torch.randn(4, 1),), dynamic_shapes=spec)
+    for s in [(1, 1), (5, 1), (0, 1)]:
+        y = torch.randn(*s)
+        torch.testing.assert_close(ep.module()(y), plain(y), equal_nan=True)
+    with pytest.raises(RuntimeError, match=r"stride\(-1\) must be 1"):
+        ep.module()(torch.randn(2, 2))
+    ep = st.export(contiguous_in_try, (x,), dynamic_shapes=spec)  # (row-major: no check)
+    for s in [(4, 6), (1, 2), (0, 4)]:
+        y = torch.randn(*s)
+        torch.testing.assert_close(ep.module()(y), contiguous_in_try(y), equal_nan=True)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(4, 6, 1))
