@@ -30,7 +30,7 @@ Names: any zoo entry (``benchmarks/zoo``: its model, inputs and dynamic shapes),
 exports of ``tests/models.py``).
 
 Run: .venv/bin/python benchmarks/instructions.py [--calls N] [--warmup N] [--keep DIR]
-                                                  [names]
+                                                  [--no-to-torch] [names]
      (needs valgrind; ~1 min per model on a loaded 2-core machine)
 """
 
@@ -95,8 +95,9 @@ def _calls_reduce(fn) -> bool:
     return bool(seen)
 
 
-def child(name: str, calls: int, warmup: int) -> None:
-    """Inside callgrind: `calls` calls of each side, each side in one functools.reduce."""
+def child(name: str, calls: int, warmup: int, sides: tuple = SIDES) -> None:
+    """Inside callgrind: `calls` calls of each of `sides`, each side in one
+    functools.reduce."""
     import functools
     import gc
     import warnings
@@ -117,6 +118,7 @@ def child(name: str, calls: int, warmup: int) -> None:
         ep = export()
         fns = {"empty": lambda: None, "eager": lambda: model(*args, **kwargs),
                "export": export, "to_torch": ep.to_torch}
+        fns = {side: fns[side] for side in sides}
         for side, fn in fns.items():
             fn(), fn()  # (a process's first two conversions run once-per-process checks
             # on scratch ShapeEnvs that reach sympy's or torch's reduce; never counted)
@@ -124,7 +126,7 @@ def child(name: str, calls: int, warmup: int) -> None:
                 sys.exit(f"{name}: {side} calls functools.reduce itself; its count would "
                          "miss that call's insides")
         control("-i", "on")
-        for side in SIDES:
+        for side in sides:
             # (warmed up right before its count, for long enough that the interpreter has
             # specialized its bytecode: a function is quickened after 8 calls and each
             # instruction specializes later still, so 5 warm-ups left ~0.5M instructions
@@ -175,36 +177,42 @@ def callgrind_dumps(script: str, args: list[str], prefix: str,
         return got, proc.stderr
 
 
-def count(name: str, calls: int, warmup: int, keep: Path | None = None) -> dict[str, int]:
-    """Instructions of `calls` calls of each side, from the child's dumps."""
-    got, stderr = callgrind_dumps(__file__, [name, str(calls), str(warmup)], name, keep)
-    missing = [side for side in SIDES if side not in got]
+def count(name: str, calls: int, warmup: int, keep: Path | None = None,
+          sides: tuple = SIDES) -> dict[str, int]:
+    """Instructions of `calls` calls of each of `sides`, from the child's dumps."""
+    got, stderr = callgrind_dumps(__file__, [name, str(calls), str(warmup), ",".join(sides)],
+                                  name, keep)
+    missing = [side for side in sides if side not in got]
     if missing:
         sys.exit(f"{name}: no count for {missing}; callgrind's stderr:\n{stderr[-3000:]}")
     return got
 
 
 def main() -> None:
-    if len(sys.argv) == 5 and sys.argv[1] == "--child":
-        child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    if len(sys.argv) == 6 and sys.argv[1] == "--child":
+        child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), tuple(sys.argv[5].split(",")))
         return
     ap = argparse.ArgumentParser()
     ap.add_argument("names", nargs="*")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=30, help="calls of a side before its count")
     ap.add_argument("--keep", type=Path, help="copy each side's callgrind dump here")
+    ap.add_argument("--no-to-torch", action="store_true",
+                    help="count the empty step, eager and the export only (half the time)")
     o = ap.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         sys.exit("needs valgrind (with callgrind_control) on PATH")
     print("instructions per call (the reduce loop's own count subtracted)")
     print("| model | eager | st.export | to_torch | export / eager | to_torch / export |")
     print("|---|---|---|---|---|---|")
+    sides = SIDES[:3] if o.no_to_torch else SIDES
     for name in o.names or DEFAULT:
-        got = count(name, o.calls, o.warmup, o.keep)
-        per = {side: (got[side] - got["empty"]) / o.calls for side in SIDES[1:]}
-        print(f"| {name} | {per['eager']:,.0f} | {per['export']:,.0f} | "
-              f"{per['to_torch']:,.0f} | {per['export'] / per['eager']:.2f} | "
-              f"{per['to_torch'] / per['export']:.3f} |", flush=True)
+        got = count(name, o.calls, o.warmup, o.keep, sides)
+        per = {side: (got[side] - got["empty"]) / o.calls for side in sides[1:]}
+        conv = per.get("to_torch")
+        cols = ("-", "-") if conv is None else (f"{conv:,.0f}", f"{conv / per['export']:.3f}")
+        print(f"| {name} | {per['eager']:,.0f} | {per['export']:,.0f} | {cols[0]} | "
+              f"{per['export'] / per['eager']:.2f} | {cols[1]} |", flush=True)
 
 
 if __name__ == "__main__":

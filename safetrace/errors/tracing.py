@@ -25,7 +25,7 @@ __all__ = [
     "generator_argument", "autocast_active", "data_assignment", "input_reshaped_in_place",
     "layout_of_view",
     "strides_of_loose", "write_reads_own_memory", "state_reassigned_changed", "python_state_read", "state_name",
-    "python_state_unsettled", "view_of_strided",
+    "python_state_unsettled", "view_of_strided", "view_dtype_of_strided",
     "constant_written_through_alias", "state_written_through_alias", "constant_read_then_written",
     "kernel_needs_data", "kernel_rejects", "internal_error", "internal_exception",
     "allow_ops_entry", "write_through_reshape", "view_of_vmap_output",
@@ -524,6 +524,24 @@ def view_of_strided(message: str, source: str, caught: bool = False) -> OpShapeE
                         f"without a copy)",
                         fix="use x.reshape(shape) (it copies only where needed), or "
                             "x.contiguous().view(shape)", op="aten.view", where=_at(source))
+
+
+def view_dtype_of_strided(message: str, source: str, caught: bool = False) -> OpShapeError:
+    """``x.view(dtype)`` to a dtype of another element size, of a view whose last dim's
+    stride is not known to be 1 (``message``: eager's own text at the example inputs).
+    ``caught``: in a ``try`` block, where eager's error at other inputs would take the
+    ``except`` side, which the program cannot take at run time."""
+    fix = "view a row-major copy: x.contiguous().view(dtype)"
+    if caught:
+        return OpShapeError(f"Tensor.view(dtype) at {source}: the new dtype's element size "
+                            f"differs, so eager requires the last dim's stride to be 1; the "
+                            f"tensor is a view whose strides are not known for every input, "
+                            f"and the line is inside a `try` block: for inputs where eager "
+                            f"raises it runs the `except` side, which the program cannot take "
+                            f"at run time", fix=fix, op="aten.view", where=_at(source))
+    return OpShapeError(f"Tensor.view(dtype) at {source}: {message} (eager raises this at the "
+                        f"example inputs: the tensor is a view whose last dim is not "
+                        f"contiguous)", fix=fix, op="aten.view", where=_at(source))
 
 
 # -- kernels without a rule -----------------------------------------------------------------

@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import (layout_of_view, strides_of_loose, view_of_strided,
-                              view_of_vmap_output)
+from safetrace.errors import (layout_of_view, strides_of_loose, view_dtype_of_strided,
+                              view_of_strided, view_of_vmap_output)
 from safetrace.meta import contiguous_strides
 from safetrace.meta.symtypes import SYM_CLASSES
 from safetrace.rules.common import cond_true, normalize_dim
@@ -365,7 +365,7 @@ def _check_view(tr: Recorder, args: tuple, kwargs: dict) -> None:
         if not _splits_only(tuple(x.st_meta.shape), args[1]):
             raise view_of_vmap_output(short(stack_trace(4)))
         return
-    if x.st_layout is not None and _viewable(x, args[1]):  # (exact strides: decided)
+    if view_proven(x, args[1]):  # (exact strides: decided)
         return
     try:
         memo = {_ON_CPU: _numel(_hint(tuple(x.st_meta.shape))) <= _CPU_NUMEL}
@@ -384,6 +384,13 @@ def _check_view(tr: Recorder, args: tuple, kwargs: dict) -> None:
     if program_catches():   # (valid at the example, or not known there: at other sizes
         # eager may raise, and the program's except side would not run)
         raise view_of_strided("", short(stack_trace(4)), caught=True)
+
+
+def view_proven(x: Proxy, new: Any) -> bool:
+    """Whether ``x.view(new)`` is proven valid for every size from x's exact strides
+    (``st_layout``): eager's view check then needs no example, and the answer is a function
+    of x's sizes and strides and of `new` alone (memo.py keeps it per call key)."""
+    return x.st_layout is not None and _viewable(x, new)
 
 
 def _viewable(x: Proxy, new: Any) -> bool:
@@ -434,4 +441,49 @@ def _splits_only(old: tuple, new: Any) -> bool:
     return i == len(news)
 
 
+def _check_view_as(tr: Recorder, args: tuple, kwargs: dict) -> None:
+    """``x.view_as(other)``: eager views x as other's sizes (``x.view(other.size())``),
+    checked as that view is (``_check_view``)."""
+    other = args[1] if len(args) > 1 else kwargs.get("other")
+    if isinstance(other, Proxy):
+        _check_view(tr, (args[0], list(other.st_meta.shape)), {})
+    elif isinstance(other, torch.Tensor):  # (a real tensor: the model's state, a constant)
+        _check_view(tr, (args[0], list(other.shape)), {})
+
+
+def _check_view_dtype(tr: Recorder, args: tuple, kwargs: dict) -> None:
+    """``x.view(dtype)`` to another element size: eager requires ``x.stride(-1) == 1`` (the
+    rule checks the sizes). Where x's layout is not row-major and that stride is not
+    proven 1, eager's check is replayed on the example's strides (a view of unknown layout;
+    a ``LOOSE`` tensor's example strides are not kept: not replayed), and inside a ``try``
+    the view is refused, as ``_check_view`` refuses a view whose fit depends on the sizes."""
+    x = args[0] if args else None
+    dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+    if not isinstance(x, Proxy) or x.st_contig is True or not isinstance(dtype, torch.dtype) \
+            or dtype.itemsize == x.st_meta.dtype.itemsize or not x.st_meta.shape:
+        return
+    lay = x.st_layout  # (exact strides: stride 1 on a last dim of size >= 2 decides it)
+    if lay is not None and type(lay[0][-1]) is int and lay[0][-1] == 1 and \
+            cond_true(x.st_meta.shape[-1] >= 2):
+        return
+    if x.st_contig is None and not (tr.vmapped and vmap_strides(x.st_node)):
+        try:
+            memo = {_ON_CPU: _numel(_hint(tuple(x.st_meta.shape))) <= _CPU_NUMEL}
+            example = _example(x.st_node, 0, memo)
+            if example is None and memo.get(_TOO_LARGE):
+                example = _example(x.st_node, 0, {})
+        except LookupError:
+            example = None
+        if example is not None:
+            try:
+                with torch._C.DisableTorchFunction():
+                    example.view(dtype)
+            except RuntimeError as exc:
+                raise view_dtype_of_strided(str(exc), short(stack_trace(4))) from None
+    if program_catches():
+        raise view_dtype_of_strided("", short(stack_trace(4)), caught=True)
+
+
 CHECKS[torch.ops.aten.view.default] = _check_view
+CHECKS[torch.ops.aten.view_as.default] = _check_view_as
+CHECKS[torch.ops.aten.view.dtype] = _check_view_dtype

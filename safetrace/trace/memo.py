@@ -21,7 +21,12 @@ several: one getitem node each, ``_pieces``), and every tensor of the call an ar
 of its node (a tensor read as a number, ``x.view(n)`` of a 0-d tensor of known value,
 is not remembered).  A call without a tensor (a factory) is keyed by its other
 arguments.  A call the key does not describe (value facts, constants found in the
-code, any other kind of argument) goes the whole way each time.  The table is emptied when a
+code, any other kind of argument) goes the whole way each time.  A ``view`` of a
+tensor whose layout is not known contiguous is replayed with eager's view check run again
+on the call's own tensor and sizes (``layout._check_view`` reads the example's strides and
+whether the line is inside a ``try``, neither of them in the key); where the check is
+decided by the tensor's exact strides alone (``layout.view_proven``: a function of the
+key), the key is kept in ``PROVEN`` and its replays skip it.  The table is emptied when a
 shape rule is registered or replaced (``refresh``, with the tracer's per-op table);
 ``tests/trace/test_memo.py`` shows each part of the key and the emptying at work.
 
@@ -66,6 +71,8 @@ from safetrace.meta.active import ACTIVE
 from safetrace.meta.symtypes import SYM_CLASSES, TorchSymInt
 from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.graph import FAST_NODES, add_node
+from safetrace.trace.index_ranges import CHECKS
+from safetrace.trace.layout import view_proven
 from safetrace.trace.proxy import WRAPPER, Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.source import LIBRARY_FILES, TRACES, short, stack_trace
@@ -76,6 +83,9 @@ from safetrace.trace.versions import stamp
 
 _LIMIT = 50_000  # entries (a few MB); the table starts again when full
 MEMO: dict[tuple, tuple] = {}
+# the keys of views of a tensor of unknown layout whose fit to its exact strides is proven
+# (layout.view_proven): their replays skip eager's view check
+PROVEN: set[tuple] = set()
 # argument types keyed by value (a float zero by its text: -0.0 == 0.0, and the node
 # gets the first call's number)
 _PLAIN = frozenset((int, float, bool, str, type(None), torch.dtype, torch.device,
@@ -110,7 +120,23 @@ _default_dtype = torch.get_default_dtype
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 
 
-_STRIDE_CHECKED = frozenset({torch.Tensor.view, torch.Tensor.view_as, torch.ops.aten.view.default})
+_VIEW_OP = torch.ops.aten.view.default
+_STRIDE_CHECKED = frozenset({torch.Tensor.view, torch.Tensor.view_as, _VIEW_OP,
+                             torch.ops.aten.view.dtype})
+_SIZE_TYPES = (int, TorchSymInt)
+
+
+def _view_sizes(func: Any, args: tuple, kwargs: dict) -> list | None:
+    """The sizes ``aten.view.default`` gets from ``x.view(*sizes)``, ``x.view(sizes)`` or
+    ``aten.view.default(x, sizes)``: ints and sizes of this export only; None for any other
+    form (``view_as``, a dtype, keywords, a tensor among the sizes)."""
+    if kwargs or len(args) < 2 or func is torch.Tensor.view_as:
+        return None
+    sizes = args[1] if len(args) == 2 and type(args[1]) in (list, tuple, torch.Size) \
+        else args[1:] if func is torch.Tensor.view else None
+    if sizes is None or not all(type(s) in _SIZE_TYPES for s in sizes):
+        return None
+    return list(sizes)
 
 
 def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
@@ -119,12 +145,17 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     ``traced`` (which remembers it when it took the plain path); a call no key describes
     goes by its plan."""
     env = tr.env
+    checked = None
     if func in _STRIDE_CHECKED and args and type(args[0]) is Proxy and \
-            args[0].st_contig is None:
+            args[0].st_contig is not True:
         # (a view of a tensor whose layout is not known contiguous: its check replays the
-        # example's strides and reads whether the line is in a `try`, layout._check_view;
-        # neither is in the key)
-        return plan(tr, func, args, kwargs)
+        # example's strides and reads whether the line is in a `try`, neither of which
+        # the key holds: a replay runs the check again, on this call's tensor and sizes)
+        checked = _view_sizes(func, args, kwargs)
+        if checked is None:  # (a form the replay does not check, a dtype's: traced anew)
+            return plan(tr, func, args, kwargs)
+        if args[0].st_contig is not None:  # (LOOSE: the view by sizes checks nothing)
+            checked = None
     # the key: the callable, the default dtype, then each argument (the graph node of
     # each of its tensors, in order, in `nodes`: the slots of an entry); `sym` holds the
     # env whose sizes may be keyed, then a mark for each tensor of symbolic sizes
@@ -177,6 +208,15 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     if hit is None or (tr.tracing_through and func in tr.tracing_through):
         return traced(tr, (key, nodes, epoch), plan, func, args, kwargs, MEMO)
     # the call made before with the same key: its node again
+    if checked is not None and hit[0] is _VIEW_OP and (tr.vmapped or key not in PROVEN):
+        # (eager's view check, as the traced call ran it on its node's op; one proven from
+        # exact strides, a function of the key, is proven again for any call of that key)
+        if not tr.vmapped and view_proven(args[0], checked):
+            if len(PROVEN) >= _LIMIT:
+                PROVEN.clear()
+            PROVEN.add(key)
+        else:
+            CHECKS[_VIEW_OP](tr, (args[0], checked), {})
     op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes, span = hit
     if fills is None:  # (the node's arguments are the call's tensors, in order)
         targs = tuple(nodes)
@@ -596,3 +636,4 @@ def _node_count(graph: torch.fx.Graph) -> int:
 def refresh() -> None:
     """Forget every entry (a shape rule was registered or replaced)."""
     MEMO.clear()
+    PROVEN.clear()

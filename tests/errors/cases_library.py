@@ -117,6 +117,9 @@ CASES = {
     "view_of_strided": lambda: E.view_of_strided(
         "view size is not compatible with input tensor's size and stride",
         "m.py:3 `return x.t().view(-1)`"),
+    "view_dtype_of_strided": lambda: E.view_dtype_of_strided(
+        "self.stride(-1) must be 1 to view Float as Short (different element sizes), but "
+        "got 6", "m.py:3 `return x.t().view(torch.int16)`"),
     "kernel_needs_data": lambda: E.kernel_needs_data(
         "aten.frob.default", "Tensor.item() cannot be called on meta tensors"),
     "kernel_rejects": lambda: E.kernel_rejects("aten.frob.default",
@@ -509,6 +512,11 @@ GOLDEN = {
         "is a view whose dims cannot be merged without a copy)\n"
         "Fix: use x.reshape(shape) (it copies only where needed), or "
         "x.contiguous().view(shape)"),
+    'view_dtype_of_strided': ('OpShapeError',
+        "Tensor.view(dtype) at m.py:3 `return x.t().view(torch.int16)`: self.stride(-1) must "
+        "be 1 to view Float as Short (different element sizes), but got 6 (eager raises this "
+        "at the example inputs: the tensor is a view whose last dim is not contiguous)\n"
+        "Fix: view a row-major copy: x.contiguous().view(dtype)"),
     'kernel_needs_data': ('MissingShapeRule',
         'aten.frob.default cannot be traced: it needs tensor data or a real device '
         '(Tensor.item() cannot be called on meta tensors), and safetrace has no shape '

@@ -420,3 +420,83 @@ def test_stride_of_a_computed_vector_that_may_have_one_element_is_refused():
     for n in (3, 4, 7):
         y = torch.empty(2 * n)[::2].copy_(torch.randn(n))
         torch.testing.assert_close(ep.module()(y), f(y))
+
+
+def test_view_as_is_checked_as_the_view_it_is():
+    # x.view_as(other) is x.view(other.size()): eager raises "view size is not compatible"
+    # where the strides do not fit, and inside a `try` runs the except side there; the
+    # program used to record view_as unchecked and raise at run time instead
+    def in_try(x):
+        try:
+            return x.view_as(torch.empty(4, 2))
+        except RuntimeError:
+            return x.reshape(4, 2) * 2
+
+    def plain(x):
+        return x.view_as(torch.empty(4, 2))
+
+    fits = torch.randn(2, 2, 4)[:, :, :2]    # strides (8, 4, 1): dims 0 and 1 merge
+    raises = torch.randn(2, 4, 2)[:, :2, :]  # strides (8, 2, 1): they do not
+    torch.testing.assert_close(in_try(raises), raises.reshape(4, 2) * 2)
+    for fn in (in_try, plain):
+        with pytest.raises(st.OpShapeError, match="view size is not compatible"):
+            st.export(fn, (raises,))
+    with pytest.raises(st.OpShapeError, match="inside a `try` block"):
+        st.export(in_try, (fits,))
+    ep = st.export(plain, (fits,))
+    torch.testing.assert_close(ep.module()(fits), plain(fits))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3, 2, 2))
+
+    def transposed_in_try(x):  # dynamic sizes: the fit at (4, 1) says nothing of (2, 2)
+        v = x.t()
+        try:
+            return v.view_as(torch.empty(v.numel()))
+        except RuntimeError:
+            return v.reshape(-1) * 2
+
+    with pytest.raises(st.OpShapeError, match="inside a `try` block"):
+        st.export(transposed_in_try, (torch.randn(4, 1),),
+                  dynamic_shapes=({0: Dim("a"), 1: Dim("b")},))
+
+
+def test_view_as_another_element_size_needs_a_last_stride_of_one():
+    # eager's x.view(dtype) to another element size requires x.stride(-1) == 1: a
+    # transposed tensor raises there, and inside a `try` eager runs the except side
+    def in_try(x):
+        v = x.t()
+        try:
+            return v.view(torch.int16).float()
+        except RuntimeError:
+            return v.reshape(-1) * 2
+
+    def plain(x):
+        return x.t().view(torch.int16).float()
+
+    def contiguous_in_try(x):
+        try:
+            return x.view(torch.int16).float()
+        except RuntimeError:
+            return x * 2
+
+    x = torch.randn(4, 6)
+    torch.testing.assert_close(in_try(x), x.t().reshape(-1) * 2)
+    for fn in (in_try, plain):
+        with pytest.raises(st.OpShapeError, match=r"stride\(-1\) must be 1"):
+            st.export(fn, (x,))
+    spec = ({0: Dim("a"), 1: Dim("b")},)
+    # at (4, 1) the transpose's last stride is 1 (eager's view fits); at (2, 2) it is not
+    with pytest.raises(st.OpShapeError, match="inside a `try` block"):
+        st.export(in_try, (torch.randn(4, 1),), dynamic_shapes=spec)
+    ep = st.export(plain, (torch.randn(4, 1),), dynamic_shapes=spec)
+    for s in [(1, 1), (5, 1), (0, 1)]:
+        y = torch.randn(*s)
+        torch.testing.assert_close(ep.module()(y), plain(y), equal_nan=True)
+    with pytest.raises(RuntimeError, match=r"stride\(-1\) must be 1"):
+        ep.module()(torch.randn(2, 2))
+    ep = st.export(contiguous_in_try, (x,), dynamic_shapes=spec)  # (row-major: no check)
+    for s in [(4, 6), (1, 2), (0, 4)]:
+        y = torch.randn(*s)
+        torch.testing.assert_close(ep.module()(y), contiguous_in_try(y), equal_nan=True)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(4, 6, 1))

@@ -131,6 +131,46 @@ def test_a_replayed_view_keeps_its_layout():
             st.export(_LayoutAfterTranspose(), (x,), dynamic_shapes=({0: Dim("a"), 1: Dim("b")},))
 
 
+def _merged(x):
+    return x.view(4, 2)
+
+
+def _merged_in_try(x):
+    try:
+        return x.view(4, 2)
+    except RuntimeError:
+        return x.reshape(4, 2) * 2
+
+
+@pytest.mark.parametrize("first", ["fits", "raises"])
+def test_a_replayed_view_is_checked_on_its_own_strides_and_try(first):
+    # two (2, 2, 2) inputs, neither contiguous: one call key (the view of a tensor of
+    # unknown layout); whether eager's view fits depends on the example's strides, and a
+    # `try` around the line refuses it: a replay of the view recorded by one export
+    # checks the next one as a fresh trace does
+    from safetrace.trace import memo
+
+    fits = torch.randn(2, 2, 4)[:, :, :2]    # strides (8, 4, 1): dims 0 and 1 merge
+    raises = torch.randn(2, 4, 2)[:, :2, :]  # strides (8, 2, 1): they do not
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        _merged(raises)
+    if first == "raises":
+        with pytest.raises(st.OpShapeError, match="view size is not compatible"):
+            st.export(_merged, (raises,))
+    for _ in range(2):
+        ep = st.export(_merged, (fits,))
+        torch.testing.assert_close(ep.module()(fits), _merged(fits))
+    assert any(k[0] is torch.Tensor.view and k[-1] == 2 for k in memo.MEMO)  # (recorded)
+    with pytest.raises(st.OpShapeError, match="view size is not compatible"):
+        st.export(_merged, (raises,))
+    with pytest.raises(st.OpShapeError, match="inside a `try` block"):
+        st.export(_merged_in_try, (fits,))
+    ep = st.export(_merged, (fits,))
+    torch.testing.assert_close(ep.module()(fits), _merged(fits))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3, 2, 2))
+
+
 class _AddConstant(torch.nn.Module):
     def __init__(self, c: float) -> None:
         super().__init__()
