@@ -3,8 +3,9 @@
 How many pieces there are depends on the size (``(n + 2)//3`` for ``split(3)``), and a
 Python tuple needs a concrete length: building one pins the count with a guard, which
 rules out most sizes; so does a count computed from sizes (``chunk(n // 2 + 1)``,
-``tensor_split(m)``, ``split(max(m, 1))``).  ``Pieces`` is the sequence returned instead.  Indexing piece ``i``
-only requires that piece to exist (a guard much weaker than the count, none for piece 0).
+``tensor_split(m)``, ``split(max(m, 1))``).  ``Pieces`` is the sequence returned instead.
+Indexing piece ``i`` only requires that piece to exist (a guard much weaker than the count,
+none for piece 0).
 ``Pieces`` is a tuple of the example's pieces, each a slice of the input (a view, as
 eager's pieces are) whose end is clamped by a Min, so a slice is valid for every size and
 unused ones cost nothing; ``len()`` under tracing is the symbolic count (``pybuiltins``).
