@@ -28,8 +28,8 @@ def test_a_size_from_sizes_broadcast_against_one_of_them(body, tmp_path):
     ep = st.export(f, (torch.randn(7), torch.randn(6)), dynamic_shapes=spec)
     st.save(ep, tmp_path / "p.pt2")
     loaded = st.load(tmp_path / "p.pt2")
-    for n in range(1, 8):
-        for m in range(0, 10):
+    for n in (1, 2, 3, 7):
+        for m in (0, 1, 2, 3, 6, 9):
             x, y = torch.randn(n), torch.randn(m)
             try:
                 want = f(x, y)
