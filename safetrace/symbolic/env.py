@@ -72,7 +72,7 @@ class Env(Assuming):
     # (answer, required[, condition]) -> whether the guard is a requirement
     precondition_probe: Callable[..., bool] | None = None
     required_from = 0  # > 0: each guard's Guard.required_from (rules/common.py)
-    required_sizes: tuple = ()  # with required_from: each guard's Guard.sizes
+    required_sizes: tuple[Expr, ...] = ()  # with required_from: each guard's Guard.sizes
     # the state's name, shared with any env that went through the same described
     # changes (history.py): trace/memo.py keeps a computation's result under it
     state_name = ROOT

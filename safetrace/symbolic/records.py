@@ -55,7 +55,7 @@ class Guard:
     required_from: int = 0
     # broadcasting's two sizes (Exprs) where ``required_from`` is set: eager raises exactly
     # where they differ and neither is 1; (): not known
-    sizes: tuple = ()
+    sizes: tuple[Expr, ...] = ()
 
 
 @dataclass(frozen=True)
