@@ -13,6 +13,10 @@ the other grammars did not (session 30):
               division chains of sizes, dtype promotion across int / float / bool (sizes
               as 0-d tensors, ``sum`` of bools, comparisons of ints), views after
               ``permute(...).contiguous()``, attention-like ``softmax(q @ k.mT / sqrt(d))``
+  sizeargs    sizes as ops' arguments: ``topk`` / ``kthvalue`` k, ``roll`` shifts,
+              ``tril`` / ``triu`` / ``diagonal`` offsets, fill values and clamp bounds,
+              arange / slice steps, ``one_hot`` classes, ``unfold`` windows, ``narrow``,
+              ``repeat_interleave`` by a tensor, ``F.pad`` by a size difference
 """
 
 from __future__ import annotations
@@ -139,4 +143,43 @@ def modelops(rng, env, v):
     return rng.choice(forms)
 
 
-MODEL_KINDS = {f.__name__: f for f in (sizegaps, windows, modelops)}
+def sizeargs(rng, env, v):
+    a, b = _two(rng, env)
+    if a is None:
+        return None
+    t = env[a]
+    n = f"{a}.shape[0]"
+    L = f"{a}.shape[-1]"
+    m, _ = _bsize(rng, env, b)
+    forms = [
+        f"{v} = {a}.topk(min({L}, {m} + 1), -1).values",
+        f"{v} = {a}.topk(min({L}, 2), -1, largest=False).indices.float()",
+        f"{v} = {a}.sort(-1).values[..., :max({L} - {m}, 0)]",
+        f"{v} = {a}.kthvalue(max(min({L}, {m}), 1), -1).values" if t.shape[-1] else
+        f"{v} = {a} * 1",
+        f"{v} = torch.roll({a}, {L} // 2 + {m}, -1)",
+        f"{v} = torch.tril({a}, {m} - {L})" if t.ndim >= 2 else f"{v} = {a}.flip(0)",
+        f"{v} = torch.triu({a}, {L} // 2)" if t.ndim >= 2 else f"{v} = {a}.cumsum(0)",
+        f"{v} = {a}.new_full(({m}, {L}), {n}) + 0.5",
+        f"{v} = torch.full(({n},), {m} / 2)",
+        f"{v} = {a}.clamp(min={m} // 2 - 1, max={L})",
+        f"{v} = {a} + {m} - {n} // 2",
+        f"{v} = ({a} * 3).long() // max({m}, 1) + {n}",
+        f"{v} = torch.arange(0, {L} + {m}, max({m}, 1)).float()",
+        f"{v} = {a}[..., ::max({m}, 1)]",
+        f"{v} = {a}[::max({m} // 2, 1)]",
+        f"{v} = F.one_hot(torch.arange({n}) % max({m}, 1), max({m}, 1)).float()",
+        f"{v} = {a}.unfold(-1, min({L}, {m} + 1), max({m}, 1))" if t.shape[-1] else
+        f"{v} = {a} * 2",
+        f"{v} = {a}.narrow(0, {n} // 3, {n} // 3)",
+        f"{v} = {a}.diff(dim=-1)",
+        f"{v} = torch.diagonal({a}, {m} % 3 - 1, 0, -1)" if t.ndim >= 2 else f"{v} = {a}",
+        f"{v} = {a}.cumsum(-1, dtype=torch.float64)[..., {m} % max({L}, 1):]",
+        f"{v} = {a}.repeat_interleave(torch.arange({n}) % 3, 0)",
+        f"{v} = F.pad({a}, ({m} - {L}, 0)) if {m} >= 0 else {a}",
+        f"{v} = {a}.flatten()[torch.arange({a}.numel() // 2) * 2]",
+    ]
+    return rng.choice(forms)
+
+
+MODEL_KINDS = {f.__name__: f for f in (sizegaps, windows, modelops, sizeargs)}
