@@ -29,6 +29,7 @@ KNOWN = {
     ("trace/tracer.py", "settle_policy"): "its answers give a unique state name",
     ("rules/common.py", "precondition_depth"): "part of each guard the name records",
     ("rules/common.py", "required_from"): "part of each guard the name records",
+    ("rules/common.py", "required_sizes"): "part of each guard the name records",
     ("meta/symtypes.py", "int_cls"): "set once per env before use; noted by the tracer",
     ("meta/symtypes.py", "bool_cls"): "set once per env before use",
     ("meta/symtypes.py", "float_cls"): "set once per env before use",

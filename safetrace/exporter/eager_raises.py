@@ -42,12 +42,21 @@ def requirements_only(env: Env, point: dict[str, int], sized: bool = False) -> b
         if not holds:
             failed.append((g, cond))
     return bool(failed) and all(
-        g.precondition or id(g) in checks or (sized and _required_at(g, cond, binding))
+        g.precondition or id(g) in checks or (sized and _required_at(env, g, cond, binding))
         for g, cond in failed)
 
 
-def _required_at(g: Any, cond: Any, binding: dict) -> bool:
+def _required_at(env: Env, g: Any, cond: Any, binding: dict) -> bool:
+    """Whether eager raises at `binding` where the guard `g` (failing there) was made by
+    broadcasting two sizes: exactly where they differ and neither is 1 (``Guard.sizes``),
+    else where each size is at least ``Guard.required_from``."""
     least = getattr(g, "required_from", 0)
+    if least and getattr(g, "sizes", ()):
+        try:
+            a, b = (substitute(e, env.subst.get).evaluate(binding) for e in g.sizes)
+        except (ArithmeticError, KeyError, ValueError, TypeError):
+            return False
+        return a != b and a != 1 and b != 1
     return bool(least) and all(binding.get(n, 0) >= least for n in cond.free_symbols)
 
 

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import torch
 
-from safetrace.errors import DeclaredSpaceViolation, too_many_splits
+from safetrace.errors import DeclaredSpaceViolation, OpShapeError, too_many_splits
 from safetrace.exporter.branches import (
     Side, Unsplittable, branch_graph, cond_outputs, env_of, extra_placeholders, input_nodes,
     output_vals, placeholders, point_subst, unified_constants,
@@ -137,7 +137,7 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
         side = dict(overrides)
         side[name] = (phint, plo, phi)
         try:
-            ep = run(side)
+            ep, side = _run_side(run, side, name)
         except DeclaredSpaceViolation as exc:
             more = getattr(exc, "st_narrowed", None)
             if not more:
@@ -151,6 +151,29 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
             _explore(run, {**side, **start}, narrowing, sides, budget)
             continue
         sides.append(Side(_region(side), ep))
+
+
+def _run_side(run: Callable, side: dict, name: str) -> tuple:
+    """``run(side)`` and the side it ran.  Where eager raises at a range side's hint (an
+    op's shape check: ``ones(min(n, 2*m + 1)) + x`` at m = 2 with the example's n = 7, on
+    the side m >= 1 of a split at m == 0), that side is traced again at its range's upper
+    end, then its middle: a trace of the same range, sound for it as any side is."""
+    hint, lo, hi = side[name]
+    try:
+        return run(side), side
+    except OpShapeError:
+        others = [v for v in (hi, (lo + hi) // 2) if v not in (hint, math.inf)] \
+            if lo < hi and hi != math.inf else []
+        if not others:
+            raise
+    for i, v in enumerate(others):
+        retry = dict(side, **{name: (int(v), lo, hi)})
+        try:
+            return run(retry), retry
+        except OpShapeError:
+            if i + 1 == len(others):
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _hint(lo: int, hi: float, near: int) -> int:

@@ -184,10 +184,11 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
                 # (exporter/eager_raises.py reads it so), as torch's broadcast checks it
                 env = a.env if isinstance(a, SymInt) else b.env
                 env.required_from = 2
+                env.required_sizes = (to_expr(a), to_expr(b))  # (where eager raises)
                 try:
                     same = bool(a == b)
                 finally:
-                    env.required_from = 0
+                    env.required_from, env.required_sizes = 0, ()
                 if not same:
                     raise _mismatch(a, b, i, op)
                 return a

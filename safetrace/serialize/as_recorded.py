@@ -90,9 +90,12 @@ class AsRecorded:
         size = to_expr(size)
         # (a symbol of the file's read from data: the scratch one it was matched with)
         mine = self.recorded._file(size) if self.recorded is not None else None
-        if mine is None and late and size.op == "sym" and self.recorded is not None and \
+        if mine is None and size.op == "sym" and self.recorded is not None and \
                 size.name not in self.recorded.contract:  # (its first record: the size
-            self.recorded.file_to_scratch[size.name] = to_expr(got.expr)  # read there)
+            # read there; a check of the file's own name would read a scratch symbol of
+            # that name: a torch.cond's output sized from data, `u1` in the file, is not
+            # the scratch `u1` of an earlier op's, fuzz grammar_model seed 3020)
+            self.recorded.file_to_scratch[size.name] = to_expr(got.expr)
             return
         cond = eq(got.expr, size if mine is None else mine)
         self.inline.append((cond, after, why, values))

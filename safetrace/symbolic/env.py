@@ -72,6 +72,7 @@ class Env(Assuming):
     # (answer, required[, condition]) -> whether the guard is a requirement
     precondition_probe: Callable[..., bool] | None = None
     required_from = 0  # > 0: each guard's Guard.required_from (rules/common.py)
+    required_sizes: tuple[Expr, ...] = ()  # with required_from: each guard's Guard.sizes
     # the state's name, shared with any env that went through the same described
     # changes (history.py): trace/memo.py keeps a computation's result under it
     state_name = ROOT
@@ -266,7 +267,8 @@ class Env(Assuming):
             probe, req = self.precondition_probe, self.precondition_depth > 0
             pre = probe(bool(v), req) if probe is not None else req
             self.guards.append(Guard(taken, self._origin(origin), pre,
-                                     0 if pre else self.required_from))
+                                     0 if pre else self.required_from,
+                                     () if pre else self.required_sizes))
             self._new_epoch()
             log.guarded(self, taken, self.guards[-1].origin)
         self._assume(taken)

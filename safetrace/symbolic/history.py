@@ -70,7 +70,7 @@ def described(origin_at: int) -> Callable[[_F], _F]:
                 kept = args[:origin_at] + args[origin_at + 1:]
                 if kwargs:
                     kept += tuple(sorted((k, v) for k, v in kwargs.items() if k != "origin"))
-                guards = tuple((g.cond, g.precondition, g.required_from)
+                guards = tuple((g.cond, g.precondition, g.required_from, g.sizes)
                                for g in env.guards[n_guards:])
                 try:
                     env.state_name = after(name, (what, kept, guards))

@@ -53,6 +53,9 @@ class Guard:
     # an op's requirement only where each of its sizes is at least this (broadcasting's
     # equality: eager broadcasts a size 1 instead of raising); 0: none
     required_from: int = 0
+    # broadcasting's two sizes (Exprs) where ``required_from`` is set: eager raises exactly
+    # where they differ and neither is 1; (): not known
+    sizes: tuple[Expr, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,10 @@
 
 How many pieces there are depends on the size (``(n + 2)//3`` for ``split(3)``), and a
 Python tuple needs a concrete length: building one pins the count with a guard, which
-rules out most sizes.  ``Pieces`` is the sequence returned instead.  Indexing piece ``i``
-only requires that piece to exist (a guard much weaker than the count, none for piece 0).
+rules out most sizes; so does a count computed from sizes (``chunk(n // 2 + 1)``,
+``tensor_split(m)``, ``split(max(m, 1))``).  ``Pieces`` is the sequence returned instead.
+Indexing piece ``i`` only requires that piece to exist (a guard much weaker than the count,
+none for piece 0).
 ``Pieces`` is a tuple of the example's pieces, each a slice of the input (a view, as
 eager's pieces are) whose end is clamped by a Min, so a slice is valid for every size and
 unused ones cost nothing; ``len()`` under tracing is the symbolic count (``pybuiltins``).
@@ -18,7 +20,8 @@ from typing import Any, Callable
 
 import torch
 
-from safetrace.symbolic import SymInt, sym_max, sym_min, sym_or
+from safetrace.rules.common import check
+from safetrace.symbolic import SymInt, sym_and, sym_max, sym_min, sym_or
 from safetrace.trace.recorder import Recorder
 
 aten = torch.ops.aten
@@ -38,12 +41,12 @@ class Pieces(tuple):
 
     def __new__(cls, tr: Recorder, x: Any, d: int, kind: str, k: int) -> Pieces:
         n = x.st_meta.shape[d]
-        q = (n + k - 1) // k if kind == "chunk" else k
+        q = (n + k - 1) // k if kind == "chunk" else n // k if kind == "tensor_split" else k
         count = _count(kind, n, k, q)
         c = int(count.hint) if isinstance(count, SymInt) else int(count)
-        items = [_slice(tr, x, d, j * q, q, n) for j in range(c)]
-        obj = super().__new__(cls, items)
-        obj._st = (tr, x, d, kind, k, n, q, count, c)
+        st = (tr, x, d, kind, k, n, q, count, c)
+        obj = super().__new__(cls, [_piece(st, j) for j in range(c)])
+        obj._st = st
         obj._pinned = False
         return obj
 
@@ -62,10 +65,14 @@ class Pieces(tuple):
     def _exists(self, j: int) -> Any:
         """Whether piece j >= 0 exists (a condition on the size)."""
         kind, k, n, q = self._st[3], self._st[4], self._st[5], self._st[6]
+        if kind == "tensor_split":  # k pieces, whatever the size
+            return j < k
         if j == 0:
             return True
         if kind == "split":
             return j * k < n
+        if isinstance(k, SymInt):  # (for n > 0, j*q < n implies j < k: k*q >= n)
+            return sym_or(sym_and(n == 0, j < k), j * q < n)
         if j >= k:
             return False
         return sym_or(n == 0, j * q < n)
@@ -84,8 +91,7 @@ class Pieces(tuple):
             raise IndexError("tuple index out of range")
         if isinstance(j, int):
             return tuple.__getitem__(self, j)
-        tr, x, d, q, n = self._st[0], self._st[1], self._st[2], self._st[6], self._st[5]
-        return _slice(tr, x, d, j * q, q, n)
+        return _piece(self._st, j)
 
     # -- anything else reads the whole tuple: the count is pinned -----------------------
     def __len__(self) -> int:
@@ -140,11 +146,24 @@ class Pieces(tuple):
         return (tuple, (tuple(tuple.__iter__(self)),))
 
 
-def _count(kind: str, n: Any, k: int, q: Any) -> Any:
+def _count(kind: str, n: Any, k: Any, q: Any) -> Any:
     if kind == "split":
         return sym_max((n + k - 1) // k, 1)
+    if kind == "tensor_split":
+        return k
     q1 = sym_max(q, 1)  # chunk: ceil(n / q) pieces, or k empty ones for n == 0
     return sym_max((n + q1 - 1) // q1, k * (1 - sym_min(n, 1)))
+
+
+def _piece(st: tuple, j: Any) -> Any:
+    """Piece `j` (an index >= 0 that exists) of the pieces ``st`` (``Pieces._st``)."""
+    tr, x, d, kind, k, n, q = st[:7]
+    if kind != "tensor_split":
+        return _slice(tr, x, d, j * q, q, n)
+    # sections: the first n % k pieces one longer; piece j starts at j*q + min(j, n % k)
+    r = n % k
+    start = j * q + sym_min(j, r)
+    return _slice(tr, x, d, start, q + sym_min(sym_max(r - j, 0), 1), n)
 
 
 def _slice(tr: Recorder, x: Any, d: int, start: Any, q: Any, n: Any) -> Any:
@@ -162,6 +181,11 @@ def pieces(tr: Recorder, x: Any, d: int, kind: str, k: Any,
     if kind == "split" and isinstance(k, SymInt) and _truth(k >= 1):
         # a split size from sizes: the count varies with it too (a guard k >= 1, which
         # aten.split's own check would have made; k = 0 only splits an empty dim)
+        return Pieces(tr, x, d, kind, k)
+    if kind in ("chunk", "tensor_split") and isinstance(k, SymInt):
+        # a count from sizes: eager's own check, then pieces counted for each k
+        check(k > 0, kind, f"chunk expects `chunks` to be greater than 0, got: {k}"
+              if kind == "chunk" else f"number of sections must be larger than 0, got {k}")
         return Pieces(tr, x, d, kind, k)
     if isinstance(n, int) or not isinstance(k, int) or isinstance(k, bool) or k <= 0:
         return materialize()

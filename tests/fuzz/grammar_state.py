@@ -19,6 +19,8 @@ call (torch.export's rule: the program's state is the program's, shared by all i
 modules); after each call its outputs, its inputs and its buffers are compared with eager's
 on a deep copy of the model. A call both raise leaves eager re-synced to the program's state
 (the program's writes happen at the end: a raise mid-way leaves eager's partly written).
+forward takes x, y, pos, s positionally, keyword-only, in a nested dict or in a list
+(``grammar.LAYOUTS``, drawn per program).
 
 Run by ``fuzz_state`` (the suite's short run) and ``benchmarks/fuzz.py --state``.
 """
@@ -40,6 +42,8 @@ from safetrace import Dim
 from tests.conformance.checker import compare
 from tests.fuzz.engine import (Finding, Stats, by_design, error_text, program_rngs,
                                refusal_key)
+from tests.fuzz.grammar import LAYOUTS as CALL_LAYOUTS
+from tests.fuzz.grammar import Program, _signature
 
 FILENAME = "<fuzz program>"
 CALLS = 4
@@ -68,12 +72,13 @@ class StateProgram:
     stmts: list                  # [(source, names it defines)]
     tags: list = field(default_factory=list)
     state: bool = True           # (engine.shrink's field: the buffers are always there)
+    layout: str = "flat"         # how forward takes x, y, pos, s: one of grammar.LAYOUTS
 
     def source(self) -> str:
-        args = ", ".join(n for n, _ in self.inputs)
+        args, unpack = _signature(self.layout, [n for n, _ in self.inputs])
         lines = ["class P(torch.nn.Module):", "    def __init__(self):",
                  "        super().__init__()", *INIT.rstrip("\n").splitlines(), "",
-                 f"    def forward(self, {args}):"]
+                 f"    def forward(self, {args}):", *["        " + u for u in unpack]]
         outs = []
         for src, names in self.stmts:
             lines += ["        " + ln for ln in src.splitlines()]
@@ -89,7 +94,8 @@ class StateProgram:
         return ns["P"]().eval()
 
     def kind_at(self, line: int) -> str | None:
-        first = 6 + INIT.count("\n")
+        first = 6 + INIT.count("\n") + len(_signature(self.layout, [n for n, _ in
+                                                                    self.inputs])[1])
         for (src, _), kind in zip(self.stmts, self.tags):
             n = src.count("\n") + 1
             if first <= line < first + n:
@@ -99,6 +105,15 @@ class StateProgram:
 
     def example(self):
         return tuple(copy.deepcopy(t) for _, t in self.inputs)
+
+    def pack(self, flat) -> tuple:
+        """(args, kwargs) of a call on the flat inputs (``grammar.Program.pack``)."""
+        return Program.pack(self, flat)
+
+    def pack_spec(self, spec):
+        """The flat spec in the structure of ``pack`` (a dict by parameter name where
+        there are keyword arguments)."""
+        return Program.pack_spec(self, spec)
 
 
 # -- statement kinds -------------------------------------------------------------------------
@@ -373,7 +388,7 @@ def build_state(rng, kinds=None, tries=40):
     table = kinds or STATE_KINDS
     names = list(table)
     inputs, ydesc = random_program_inputs(rng)
-    p = StateProgram(inputs, [])
+    p = StateProgram(inputs, [], layout=rng.choice(CALL_LAYOUTS))
     want = rng.randint(1, 5)
     model = p.model()
     env = dict(inputs)
@@ -419,10 +434,12 @@ def random_state_spec(rng, program):
 
 # -- one program, called in sequence --------------------------------------------------------
 
-def _call(fn, args):
+def _call(fn, args, program=None):
+    """`fn` on the flat inputs `args`, as `program`'s forward takes them."""
+    pos, kw = program.pack(args) if program is not None else (args, {})
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return fn(*args)
+        return fn(*pos, **kw)
 
 
 def _buffers(m):
@@ -444,10 +461,11 @@ def check_state_program(program, ydesc, spec, rng, stats, calls=CALLS, roundtrip
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ep = st.export(user, program.example(), dynamic_shapes=spec)
+            pos, kw = program.pack(program.example())
+            ep = st.export(user, pos, kw or None, dynamic_shapes=program.pack_spec(spec))
     except st.ExportError as e:
         try:
-            _call(program.model(), program.example())
+            _call(program.model(), program.example(), program)
         except Exception:  # noqa: BLE001
             c["eager_fails"] += 1
             return
@@ -507,11 +525,11 @@ def check_state_program(program, ydesc, spec, rng, stats, calls=CALLS, roundtrip
         before = copy.deepcopy(_buffers(eager))
         ea, pa = copy.deepcopy(args), copy.deepcopy(args)
         try:
-            want, eager_err = _call(eager, ea), None
+            want, eager_err = _call(eager, ea, program), None
         except Exception as e:  # noqa: BLE001
             want, eager_err = None, e
         try:
-            got = _call(module, pa)
+            got = _call(module, pa, program)
         except (st.InputMismatchError, st.RuntimeAssertionError) as e:
             c["rejected"] += 1
             if type(e).__name__ == "WrongLayout":
@@ -589,16 +607,17 @@ def replay(f: Finding, program=None):
     """The outcome of a finding's call sequence on `program` (default: the finding's):
     the first differing call's message, or None."""
     program = program or f.program
-    ep = st.export(program.model(), program.example(), dynamic_shapes=f.spec)
+    pos, kw = program.pack(program.example())
+    ep = st.export(program.model(), pos, kw or None, dynamic_shapes=program.pack_spec(f.spec))
     eager, mod = program.model(), ep.module()
     for args in f.args:
         ea, pa = copy.deepcopy(args), copy.deepcopy(args)
         try:
-            want = _call(eager, ea)
+            want = _call(eager, ea, program)
         except Exception as e:  # noqa: BLE001
             want = e
         try:
-            got = _call(mod, pa)
+            got = _call(mod, pa, program)
         except Exception as e:  # noqa: BLE001
             got = e
         if isinstance(want, Exception) or isinstance(got, Exception):
@@ -621,11 +640,11 @@ def shrink_state(f: Finding) -> Finding:
         changed = False
         for i in range(len(program.stmts) - 1, -1, -1):
             cand = StateProgram(program.inputs, program.stmts[:i] + program.stmts[i + 1:],
-                                program.tags[:i] + program.tags[i + 1:])
+                                program.tags[:i] + program.tags[i + 1:], layout=program.layout)
             if not cand.stmts:
                 continue
             try:
-                _call(cand.model(), cand.example())
+                _call(cand.model(), cand.example(), cand)
                 if replay(f, cand):
                     program, changed = cand, True
             except Exception:  # noqa: BLE001

@@ -529,11 +529,12 @@ class _ChunksByHalfACount(torch.nn.Module):
 def test_emptiness_probe_of_a_division_by_a_data_size_is_an_export_error():
     """fuzz seed 91: a size-oblivious question on `chunk(u0 // 2)` was probed at u0 = 0,
     where the pieces' count divides by zero: an internal ZeroDivisionError escaped
-    st.export; now the undefined probe is no answer and the export refuses clearly."""
+    st.export; now the undefined probe is no answer and the export refuses clearly (the
+    count of pieces, a value computed from data, is what `len` needs)."""
     torch.manual_seed(0)
     args = (torch.randn(0), torch.randn(4, 7, 7, 7))
     spec = (None, {1: Dim("d0", min=1, max=7), 3: Dim.AUTO})
-    with pytest.raises(st.ExportError, match="depends on tensor data"):
+    with pytest.raises(st.DataDependentError, match="from tensor data|on tensor data"):
         st.export(_ChunksByHalfACount(), args, dynamic_shapes=spec)
 
 

@@ -300,3 +300,29 @@ def test_sweep_kinds_find_no_wrong_result_or_crash():
     bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
     assert not bad, stats.line() + "\n\n" + "\n".join(bad)
     assert stats.counts["exported"] >= 35, stats.line()
+
+
+def _model_run(seed, programs, n_inputs):
+    from tests.fuzz.grammar import LAYOUTS
+    from tests.fuzz.grammar_model import MODEL_KINDS
+
+    stats = fuzz(seed=seed, programs=programs, n_inputs=n_inputs, kinds=MODEL_KINDS,
+                 layouts=LAYOUTS)
+    bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
+    assert not bad, stats.line() + "\n\n" + "\n".join(bad)
+    return stats
+
+
+def test_model_kinds_find_no_wrong_result_or_crash():   # (~1-2 s: a small default sample)
+    """grammar_model's kinds (size arithmetic broadcast against sizes, chunk /
+    tensor_split counts from sizes, a Python branch inside a torch.cond branch, windows
+    and indices from sizes, keepdim reductions, promotion, views after permute)."""
+    stats = _model_run(30, 8, 4)
+    assert stats.counts["exported"] >= 6, stats.line()
+
+
+@pytest.mark.slow   # (~10 s)
+def test_model_kinds_longer_run():
+    stats = _model_run(31, 80, 10)
+    assert stats.counts["exported"] >= 40, stats.line()
+    assert stats.counts["over_rejection"] * 200 <= stats.counts["inputs"], stats.line()

@@ -1,6 +1,7 @@
 """Calls whose Python signature is not their ATen op's: ``x.where(cond, y)``,
 ``nonzero(as_tuple=True)``, ``split`` by a size or by a list of sizes; ``split`` /
-``chunk`` along a symbolic dim return lazily counted ``Pieces``; ``F.affine_grid``;
+``chunk`` along a symbolic dim, and ``tensor_split`` into a count of sections computed from
+sizes, return lazily counted ``Pieces``; ``F.affine_grid``;
 ``torch.einsum`` without a contraction path."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import torch.nn.functional as F
 
 from safetrace import errors
 from safetrace.rules.common import normalize_dim
+from safetrace.symbolic import SymInt
 from safetrace.trace import memo
 from safetrace.trace.pieces import pieces
 from safetrace.trace.proxy import Proxy
@@ -88,6 +90,18 @@ def chunk(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     chunks = args[1] if len(args) > 1 else kwargs.get("chunks")
     dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
     return _lazy(tr, args[0], dim, "chunk", chunks,
+                 lambda: tr.redispatch(func, args, kwargs, handlers=False))
+
+
+@handles(torch.Tensor.tensor_split, torch.tensor_split)
+def tensor_split(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``tensor_split(x, k, dim)`` with a count `k` computed from sizes: lazily counted
+    pieces (a tuple's length would pin `k`); any other form is the op's own."""
+    k = args[1] if len(args) > 1 else kwargs.get("sections", kwargs.get("indices_or_sections"))
+    dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+    if not isinstance(k, SymInt):
+        return tr.redispatch(func, args, kwargs, handlers=False)
+    return _lazy(tr, args[0], dim, "tensor_split", k,
                  lambda: tr.redispatch(func, args, kwargs, handlers=False))
 
 
