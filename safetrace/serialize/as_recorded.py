@@ -92,7 +92,7 @@ class AsRecorded:
         mine = self.recorded._file(size) if self.recorded is not None else None
         if mine is None and late and size.op == "sym" and self.recorded is not None and \
                 size.name not in self.recorded.contract:  # (its first record: the size
-            self.recorded.file_to_scratch[size.name] = to_expr(got.expr)  # read there)
+            self.recorded.match(size.name, to_expr(got.expr))  # read there)
             return
         cond = eq(got.expr, size if mine is None else mine)
         self.inline.append((cond, after, why, values))
