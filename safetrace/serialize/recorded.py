@@ -55,6 +55,7 @@ from safetrace.serialize.branch_facts import steps
 from safetrace.serialize.codec import new_symbolic
 from safetrace.serialize.constant_sizes import UNKNOWN
 from safetrace.serialize.read_points import declared_range
+from safetrace.serialize.renaming import renaming
 from safetrace.serialize.scratch import simple
 from safetrace.symbolic import eq
 from safetrace.symbolic.cases import by_cases
@@ -390,6 +391,12 @@ class Recorded:
             if r.op == "sym" and not self.in_main and \
                     {str(x) for x in d.free_symbols} <= self.contract:
                 return self._as_input(rec, r, d)
+            alike = renaming(d, r, lambda x, y: self._file(y) is x, self._unmatched)
+            if alike:  # (a size split's cond of sizes each side reads: ``min(u0, 2)``
+                for name, x in alike.items():  # for new sizes, branch_facts.merged)
+                    self.match(name, x)
+                    self.taken.add(x.name)
+                return True
             if d.op == "const" and r.op == "sym" and self.reading:  # (read from a constant
                 if not self._declares(rec, r, d.value):  # by the loader: the file's symbol
                     return False  # is that value, in what later nodes record of it, where
@@ -540,6 +547,11 @@ class Recorded:
             b = Range()
         old = self.spans.get(name)
         self.spans[name] = b if old is None else Range(min(old.lo, b.lo), max(old.hi, b.hi))
+
+    def _unmatched(self, d: Expr, r: Expr) -> bool:
+        """Whether the file's symbol ``r`` and the evaluated one ``d`` are both unmatched."""
+        return self._file(r) is None and d.name not in self.contract and \
+            d.name not in self.taken and d.name not in self.opaque
 
     def _file(self, e: Expr) -> Expr | None:
         """A recorded size in scratch symbols; None where it names a symbol of the file's
