@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from typing import Any
 
 import torch
@@ -108,6 +109,23 @@ def guard_sizes(graph: torch.fx.Graph, max_numel: int, is_sized: Any) -> None:
                 f"{{'max_alloc_numel': <larger>}})")))
             check.meta["val"] = None
             check.meta["stack_trace"] = node.meta.get("stack_trace", "")
+
+
+# (how ``guard_sizes``' checks read: a loaded program saved again holds them, and its
+# loader drops them, ``requirements.strip``, as it makes its own with its budget; kept,
+# each save and load added one more, and one over an argument the file misuses, ``abs`` of
+# the tensor given to ``full`` as its size, made the saved file refused)
+_GUARD = re.compile(r"node '[A-Za-z_][A-Za-z0-9_]*' \([^\n]*\): a size computed as the program "
+                    r"runs asks for more than \d+ elements, over the budget \(max_alloc_numel "
+                    r"= \d+\); if you trust the file, st\.load\(path, budgets=\{'max_alloc_numel'"
+                    r": <larger>\}\)")
+
+
+def is_guard(node: torch.fx.Node) -> bool:
+    """Whether ``node`` is a check ``guard_sizes`` put in a graph."""
+    return node.op == "call_function" and node.target is assert_sym and \
+        len(node.args) == 2 and isinstance(node.args[1], str) and \
+        _GUARD.fullmatch(node.args[1]) is not None
 
 
 def call_node(graph: torch.fx.Graph, fn: Any, args: tuple) -> torch.fx.Node:

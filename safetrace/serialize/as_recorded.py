@@ -95,7 +95,7 @@ class AsRecorded:
             # read there; a check of the file's own name would read a scratch symbol of
             # that name: a torch.cond's output sized from data, `u1` in the file, is not
             # the scratch `u1` of an earlier op's, fuzz grammar_model seed 3020)
-            self.recorded.file_to_scratch[size.name] = to_expr(got.expr)
+            self.recorded.match(size.name, to_expr(got.expr))
             return
         cond = eq(got.expr, size if mine is None else mine)
         self.inline.append((cond, after, why, values))

@@ -18,6 +18,7 @@ import torch
 from safetrace.meta import TensorMeta
 from safetrace.serialize.codec import new_symbolic
 from safetrace.serialize.scratch import simple
+from safetrace.serialize.renaming import renaming
 from safetrace.symbolic import Expr, and_, eq, ge, gt, le, lt, ne, not_, or_, to_expr
 from safetrace.symbolic.canon import substitute
 from safetrace.symbolic.scope import assuming, scoped
@@ -182,10 +183,19 @@ of branch sizes: outputs of one size in each branch are of one size).  Returns (
     names: tuple = ({}, {})  # a branch's symbol -> the new sizes it makes
     for dims in pairs:
         for p, q, one in dims:
-            if one is None and _bare(p, known) and _bare(q, known):
-                key = (to_expr(p), to_expr(q))
+            if one is not None:
+                continue
+            pe, qe = to_expr(p), to_expr(q)
+            if _bare(p, known) and _bare(q, known):
+                keys = [(pe, qe)]
+            else:  # (the symbols two forms differ by alone, ``min(u3, 2)`` and
+                # ``min(u5, 2)``: each branch's ``x[x > 0][:2]``, renaming.py)
+                alike = renaming(pe, qe, lambda x, y: x is y, lambda x, y:
+                                 x.name not in known and y.name not in known)
+                keys = [(x, sym(y)) for y, x in (alike or {}).items()]
+            for key in keys:
                 if key not in made:
-                    made[key] = _new_size(env, p, q)
+                    made[key] = _new_size(env, *key)
                     fresh.add(made[key].expr.name)
                 for side, v in zip(names, key):
                     side.setdefault(v.name, set()).add(made[key].expr)

@@ -284,6 +284,10 @@ class StaticMemory(SubgraphMemory, AsRecorded):
                     and self._runs() == []:
                 never_runs.dim_range(node, target, lambda a: meta.get(a) if isinstance(
                     a, torch.fx.Node) else a)
+            why = never_runs.misused_unknown(target, node, meta, self.env.int_cls) \
+                if isinstance(target, torch._ops.OpOverload) else None
+            if why is not None:
+                return self._fails(node, target, why), _UNKNOWN
             self._as_recorded(node)  # (its record is checked at call)
             return _UNKNOWN, _UNKNOWN
         if not isinstance(target, torch._ops.OpOverload):

@@ -249,10 +249,50 @@ def misused_kind(op: Any, args: Any, kwargs: dict, int_cls: type) -> str | None:
                 return f"it takes {kind} for {arg!r} (of no fixed length), given one number"
         if kind == "Tensor" and number(v) and not takes_numbers(op):
             return f"it takes a tensor for {arg!r}, given the number {v}"
-        if kind.startswith("List[") and "Tensor" in kind and (
+        if kind.startswith("List[") and "Tensor" in kind and v is not _UNSEEN and (
                 not isinstance(v, (list, tuple)) or any(number(x) for x in v)):
             return f"it takes {kind} for {arg!r}, given {type(v).__name__}"
     return None
+
+
+# (stands for a value the loader cannot work out that its operator's schema says is a
+# tensor: ``misused_unknown``)
+_A_TENSOR = TensorMeta((), torch.float32, torch.device("cpu"))
+_UNSEEN = object()  # (one whose kind nothing says: misused by no rule)
+
+
+def misused_unknown(op: Any, node: torch.fx.Node, meta: dict, int_cls: type) -> str | None:
+    """``misused_kind`` of a call some of whose operands the loader cannot work out (a
+    custom op's results, past the analysis): those that the schema of the operator making
+    them says are tensors (its one ``Tensor`` result, an element of its ``Tensor[]`` or
+    its ``Tensor`` result at that position) count as tensors, the rest as nothing known:
+    ``sum(x, [0], getitem_1)``, a custom op's list element given for ``keepdim``, fails at
+    every call (torch: "Expected a value of type 'bool'")."""
+    def value(a: Any) -> Any:
+        if isinstance(a, torch.fx.Node):
+            return meta[a] if a in meta else _A_TENSOR if _tensor_by_schema(a) else _UNSEEN
+        if isinstance(a, (list, tuple)):
+            return type(a)(value(x) for x in a)
+        return a
+
+    return misused_kind(op, value(node.args), {k: value(v) for k, v in node.kwargs.items()},
+                        int_cls)
+
+
+def _tensor_by_schema(v: torch.fx.Node) -> bool:
+    if v.op != "call_function":
+        return False
+    if isinstance(v.target, torch._ops.OpOverload):
+        returns = v.target._schema.returns
+        return len(returns) == 1 and str(returns[0].real_type) == "Tensor"
+    src = v.args[0] if v.target is operator.getitem and len(v.args) == 2 else None
+    if not isinstance(src, torch.fx.Node) or src.op != "call_function" or \
+            not isinstance(src.target, torch._ops.OpOverload) or type(v.args[1]) is not int:
+        return False
+    returns = [str(r.real_type) for r in src.target._schema.returns]
+    if len(returns) == 1:
+        return returns[0] == "List[Tensor]"
+    return -len(returns) <= v.args[1] < len(returns) and returns[v.args[1]] == "Tensor"
 
 
 def branches(node: torch.fx.Node, outs: list, sizes: bool = True) -> None:

@@ -16,8 +16,8 @@ import torch
 from safetrace.errors.load import unchecked_inputs
 from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
 from safetrace.serialize import (allocations, allowlist, devices, memory, never_runs,
-                                 operand_checks, record_checks, requirements, subgraphs,
-                                 value_sizes, work)
+                                 operand_checks, read_points, record_checks, requirements,
+                                 subgraphs, value_sizes, work)
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (IDENT_RE, SYMBOL_RE, ValueDecoder, decode_record,
                                        decode_spec, expect, expect_keys, fail, new_env,
@@ -92,6 +92,8 @@ class Builder(StateReader):
         bound.graph(graph, memory.state_of(inputs, state, constants, out_specs),
                     {s.name: contract.inputs[s.leaf] for s in inputs if s.kind == "user_input"})
         never_runs.writes_fit(outputs, out_specs, state, bound.values)
+        contract = read_points.in_contract(contract, read_points.settle(
+            self.env, bound.recorded.spans if bound.recorded else {}))
         bound.refuse_late(requirements.guard(self._all_graphs, bound.inline,
                                              bound.bound_symbols | bound.opaque.keys(),
                                              bound.required))
@@ -236,7 +238,7 @@ class Builder(StateReader):
                         raise fail(where, f"hint {hint} outside its range [{lo}, {hi}]")
                     env.new_backed(hint, lo, hi, name=name)
                 else:
-                    env.new_unbacked(lo, hi, name=name)
+                    read_points.declare(env, name, lo, hi)
             except (ValueError, TypeError) as err:
                 raise fail(where, str(err)[:200]) from None
         return env

@@ -54,11 +54,14 @@ from safetrace.meta import TensorMeta
 from safetrace.serialize.branch_facts import steps
 from safetrace.serialize.codec import new_symbolic
 from safetrace.serialize.constant_sizes import UNKNOWN
+from safetrace.serialize.read_points import declared_range
+from safetrace.serialize.renaming import renaming
 from safetrace.serialize.scratch import simple
 from safetrace.symbolic import eq
 from safetrace.symbolic.cases import by_cases
 from safetrace.symbolic.canon import substitute
 from safetrace.symbolic.expr import Expr, dag_nodes, from_terms, terms, to_expr
+from safetrace.symbolic.ranges import Range
 from safetrace.symbolic.scope import scoped
 from safetrace.trace.proxy import Proxy
 
@@ -82,6 +85,7 @@ class Recorded:
         self.env, self.contract, self.main = env, contract, main
         self.opaque = dict(opaque)
         self.file_to_scratch: dict = {}  # a file symbol read from data -> scratch symbol
+        self.spans: dict = {}  # a file symbol read from data -> the bounds of all it matched
         self.taken: set = set()  # scratch symbols matched with a file symbol
         self.as_input: set = set()  # file symbols read from data taken as sizes of the inputs
         self.steps: list = []  # (in a branch: ``branch_facts.tighten``'s progressions)
@@ -381,16 +385,22 @@ class Recorded:
         if r_in is None:  # (a symbol of the file's that nothing matched yet)
             if d.op == "sym" and r.op == "sym" and d.name not in self.contract and \
                     d.name not in self.taken and d.name not in self.opaque:
-                self.file_to_scratch[r.name] = d
+                self.match(r.name, d)
                 self.taken.add(d.name)
                 return True
             if r.op == "sym" and not self.in_main and \
                     {str(x) for x in d.free_symbols} <= self.contract:
                 return self._as_input(rec, r, d)
+            alike = renaming(d, r, lambda x, y: self._file(y) is x, self._unmatched)
+            if alike:  # (a size split's cond of sizes each side reads: ``min(u0, 2)``
+                for name, x in alike.items():  # for new sizes, branch_facts.merged)
+                    self.match(name, x)
+                    self.taken.add(x.name)
+                return True
             if d.op == "const" and r.op == "sym" and self.reading:  # (read from a constant
                 if not self._declares(rec, r, d.value):  # by the loader: the file's symbol
                     return False  # is that value, in what later nodes record of it, where
-                self.file_to_scratch[r.name] = d  # its declared range holds it: a range
+                self.match(r.name, d)  # its declared range holds it: a range
                 return True  # [-1, -1] for a 3 made zeros' record [-1], session 29)
             return self._solve(rec, r, d)
         if d is r_in:
@@ -432,14 +442,14 @@ class Recorded:
         is checked at call (``u9`` in ``[0, 3]`` for ``s0`` up to 64: refused at a call
         where ``s0 > 3``); where they show it never does, the file lies."""
         env = getattr(rec, "env", None)
-        rng = env.symbol_range(r.name) if env is not None else None
+        rng = declared_range(env, r.name) if env is not None else None
         try:
             b = self.env.bounds(d)
         except Exception:  # noqa: BLE001 - a question the engine cannot take
             b = None
         if rng is None or b is not None and (b.hi < rng.lo or b.lo > rng.hi):
             return False
-        self.file_to_scratch[r.name] = d
+        self.match(r.name, d)
         self.as_input.add(r.name)
         if b is None or not (rng.lo <= b.lo and b.hi <= rng.hi):
             self.unsure.append((tuple(self._path), ("in", rng.lo, rng.hi)))
@@ -450,7 +460,7 @@ class Recorded:
     def _declares(rec: Any, r: Expr, value: Any) -> bool:
         """Whether the file's declared range of its symbol ``r`` holds ``value``."""
         env = getattr(rec, "env", None)
-        rng = env.symbol_range(r.name) if env is not None else None
+        rng = declared_range(env, r.name) if env is not None else None
         return rng is None or rng.lo <= value <= rng.hi
 
     def _reads(self, d: Expr) -> bool:
@@ -510,10 +520,10 @@ class Recorded:
             else:
                 rest[mono] = c
         rest_in = self._file(from_terms(rest))
-        rng = env.symbol_range(u)
+        rng = declared_range(env, u)
         if not k or rest_in is None or rng is None:
             return False
-        self.file_to_scratch[u] = (d - rest_in) // k
+        self.match(u, (d - rest_in) // k)
         if d.op == "sym" and d.name not in self.contract:
             self.taken.add(d.name)
         try:
@@ -526,6 +536,22 @@ class Recorded:
             return True
         self.extra[tuple(self._path)] = ("in", rng.lo, rng.hi, rest_in, k)
         return True
+
+    def match(self, name: str, d: Expr) -> None:
+        """The file's symbol ``name`` read from data is ``d`` from here on (its bounds
+        kept: ``read_points.settle``)."""
+        self.file_to_scratch[name] = d
+        try:
+            b = self.env.bounds(d)
+        except Exception:  # noqa: BLE001 - a question the engine cannot take: any value
+            b = Range()
+        old = self.spans.get(name)
+        self.spans[name] = b if old is None else Range(min(old.lo, b.lo), max(old.hi, b.hi))
+
+    def _unmatched(self, d: Expr, r: Expr) -> bool:
+        """Whether the file's symbol ``r`` and the evaluated one ``d`` are both unmatched."""
+        return self._file(r) is None and d.name not in self.contract and \
+            d.name not in self.taken and d.name not in self.opaque
 
     def _file(self, e: Expr) -> Expr | None:
         """A recorded size in scratch symbols; None where it names a symbol of the file's

@@ -23,7 +23,7 @@ import torch
 
 from safetrace.errors.load import requirement_in_graph
 from safetrace.meta import TensorMeta
-from safetrace.serialize.allocations import call_node
+from safetrace.serialize.allocations import call_node, is_guard
 from safetrace.symbolic.expr import dag_nodes
 from safetrace.symbolic.semantics import PY_FNS, Algebra, lower
 from safetrace.trace.asserts import assert_sym
@@ -31,7 +31,7 @@ from safetrace.trace.symnodes import split_linear
 
 _SYM_SIZE = torch.ops.aten.sym_size.int
 _MARK = requirement_in_graph("", "", "", "")[:24]  # (how this module's checks begin)
-_ARITH = frozenset(PY_FNS.values())
+_ARITH = frozenset(PY_FNS.values()) | {operator.abs}  # (abs: ``guard_sizes``' own)
 
 
 def guard(graphs: list, inline: list, known: set, before_call: list) -> list:
@@ -75,9 +75,10 @@ def is_own_check(node: torch.fx.Node) -> bool:
 
 
 def strip(graph: torch.fx.Graph) -> None:
-    """Erase the checks ``guard`` puts in a graph (and the arithmetic only they use)."""
+    """Erase the checks ``guard`` and ``allocations.guard_sizes`` put in a graph (and the
+    arithmetic only they use)."""
     for node in reversed(list(graph.nodes)):
-        if is_own_check(node) and not node.users:
+        if (is_own_check(node) or is_guard(node)) and not node.users:
             pending = [node]
             while pending:
                 n = pending.pop()

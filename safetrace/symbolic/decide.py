@@ -508,13 +508,12 @@ def hint_value(env: Facts, e: Expr) -> int | bool | float | None:
     if v is not None:
         return v
     hints = env.hints
-    s = e
-    if not all(n in hints for n in e.free_symbols):  # unbacked: facts may replace them
-        s = simplify(env, e)
-        for n in s.free_symbols:
-            if n not in hints:
-                return None
-    v = s.evaluate(hints)  # hints satisfy every guard, so no simplification is needed
+    if not all(n in hints for n in e.free_symbols):  # unbacked: facts may replace them,
+        s = simplify(env, e)  # and facts change (a scoped branch's ``s0 == 0``): not cached
+        if any(n not in hints for n in s.free_symbols):
+            return None
+        return s.evaluate(hints)
+    v = e.evaluate(hints)  # hints satisfy every guard, so no simplification is needed
     cache[e] = v
     return v
 

@@ -610,3 +610,36 @@ def test_a_reshape_by_a_size_of_two_terms_loads():
         torch.testing.assert_close(loaded(y), model(y))
     with pytest.raises(Exception, match="d0|shape|8"):
         loaded(torch.randn(3, 8, 3))
+
+
+class _SplitThenReadRows(torch.nn.Module):
+    def forward(self, x, z):
+        if len(z) % 2 == 0:
+            v1 = z * 2
+        else:
+            v1 = z.sum(0, keepdim=True)
+        return v1, x.flatten()[x.flatten() > 0][:2]
+
+
+def test_a_split_whose_sides_each_read_a_count_loads():
+    """A split on ``len(z) % 2 == 0`` whose sides each read ``x[x > 0]``'s count and take
+    ``[:2]``: the file records the cond's size ``min(u0, 2)`` of its own symbol, where the
+    loader had a new size for it (its branches' ``min(u3, 2)`` and ``min(u5, 2)`` differ in
+    their symbols alone) and refused the file (session 29, fuzz run fuzz292's
+    ``export_crash``).  Now the cond's size is ``min`` of a new size read in the side that
+    ran, and the file's ``u0`` that size."""
+    m = _SplitThenReadRows()
+    ep = st.export(m, (torch.randn(6, 2), torch.randn(2, 3)), dynamic_shapes=(
+        {0: Dim("d0", max=8)}, {0: Dim("d3", min=1, max=16)}))
+    loaded = _reloaded(ep)
+    assert "f32[min(u0, 2)]" in str(loaded)
+    for n, k in ((0, 1), (1, 2), (3, 2), (8, 5), (4, 16)):
+        x, z = torch.randn(n, 2), torch.randn(k, 3)
+        for got, want in zip(loaded.module()(x, z), m(x, z)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        loaded.module()(torch.randn(9, 2), torch.randn(2, 3))
+    again = _reloaded(loaded)  # (saved again, it loads and runs alike)
+    x, z = torch.tensor([[1.0, -1], [2, 3]]), torch.randn(3, 3)
+    for got, want in zip(again.module()(x, z), m(x, z)):
+        torch.testing.assert_close(got, want)

@@ -66,3 +66,85 @@ def test_a_contract_bound_outside_the_files_bounds_is_refused(bound):
     with pytest.raises(st.LoadError, match=r"contract.symbols\[0\].(lo|hi): expected an "
                                            r"integer bound"):
         st.load(hostile.pack(doc, tensors))
+
+
+class Counted(torch.nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x > 0), torch.zeros((x > 0).sum().item())
+
+
+class Written(torch.nn.Module):
+    """``.item()`` of an input: ``u0``'s range is what the checks give, [0, 8 - s0]."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(8, 4))
+
+    def forward(self, x, pos):
+        p = pos.item()
+        torch._check(p >= 0)
+        torch._check(p + x.shape[0] <= 8)
+        cache = self.cache.clone()
+        cache[p:p + x.shape[0]].copy_(x)
+        return cache.sum() + cache[p].sum()
+
+
+def _pinned(ep: st.ExportedProgram, value: int) -> bytes:
+    """``ep``'s file with its first size read from data declared ``[value, value]`` (in
+    the symbols and in the contract, as hostile_probe's ``ranges:both``)."""
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    doc, tensors = hostile.parts(buf.getvalue())
+    for table in (doc["symbols"], doc["contract"]["symbols"]):
+        u = next(s for s in table if s["name"] == "u0")
+        u["lo"] = u["hi"] = value
+    for r in doc["range_constraints"]:
+        if r[0] == "u0":
+            r[1] = r[2] = value
+    return hostile.pack(doc, tensors)
+
+
+def _resaved(ep: st.ExportedProgram) -> st.ExportedProgram:
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    return st.load(buf.getvalue())
+
+
+def test_a_count_declared_as_one_number_stays_a_count_and_saves_again():
+    """Before (session 29, probe seed 2991 ``data/ranges:both[0,0]@u0``): the file's ``u0``
+    in ``[0, 0]`` made ``nonzero``'s record the number 0 in the loaded program (which
+    returned 3 rows); ``st.save`` wrote ``[0, 1]`` and the saved file refused the call."""
+    n = st.Dim("n", max=32)
+    ep = st.load(_pinned(st.export(Counted(), (torch.randn(7),), dynamic_shapes=({0: n},)),
+                         0))
+    assert "i64[u0, 1]" in str(ep)
+    assert str(ep.range_constraints[next(k for k in ep.range_constraints
+                                         if str(k) == "u0")]) == "VR[0, 32]"
+    again = _resaved(ep)
+    for x in (torch.tensor([1.0, -1, 2, 3]), torch.zeros(0), -torch.ones(5)):
+        for program in (ep, again):
+            for got, want in zip(program.module()(x), Counted()(x)):
+                torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        again.module()(torch.randn(33))
+
+
+@pytest.mark.parametrize("value", [-1, 1])
+def test_a_read_value_declared_as_one_number_runs_alike_saved_again(value):
+    """Before (session 29, probe seed 3001 ``sg_checks/ranges:symbols[-1,-1]@u0``, and the
+    ``[1, 1]`` of ``pos.item()`` whose checks give ``[0, 7]``): the loaded program ran with
+    ``pos = 0``, but saved again it wrote ``item`` as the number, and the saved file
+    refused the call (or the load)."""
+    ep = st.export(Written(), (torch.randn(3, 4), torch.tensor(2)),
+                   dynamic_shapes={"x": {0: st.Dim("n", min=1, max=8)}, "pos": None})
+    loaded = st.load(_pinned(ep, value))
+    again = _resaved(loaded)
+    for x, pos in ((torch.randn(3, 4), 0), (torch.randn(1, 4), 7), (torch.randn(8, 4), 0)):
+        want = Written()
+        torch.testing.assert_close(loaded.module()(x, torch.tensor(pos)),
+                                   want(x, torch.tensor(pos)))
+        torch.testing.assert_close(again.module()(x, torch.tensor(pos)),
+                                   loaded.module()(x, torch.tensor(pos)))
+    for program in (loaded, again):
+        with pytest.raises(st.RuntimeAssertionError):
+            program.module()(torch.randn(3, 4), torch.tensor(6))

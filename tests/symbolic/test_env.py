@@ -421,3 +421,18 @@ def test_two_environments_through_the_same_changes_share_a_state_name() -> None:
     noted = walk(4)
     noted.note(("flexible", "s0"))
     assert noted.state_name != name
+
+
+def test_a_value_a_scoped_fact_gives_is_forgotten_with_the_scope() -> None:
+    # (session 30: hint_value cached `u0 -> 0` under a branch's `u0 == 0` and answered it
+    # after the branch; st.load then evaluated the other side of a split as that value)
+    from safetrace.symbolic.scope import assuming
+
+    env = Env()
+    u0 = env.new_unbacked(0, 6)
+    with assuming(env, eq(u0, 0)) as holds:
+        assert holds and env.hint(u0) == 0
+    with assuming(env, ge(u0, 1)) as holds:
+        assert holds
+        with pytest.raises(DataDependentQuestion):
+            env.hint(u0)
