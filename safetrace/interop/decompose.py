@@ -31,8 +31,9 @@ from safetrace.interop.contract import evaluate
 from safetrace.interop.hops import functional_of
 from safetrace.trace.asserts import assert_sym
 from safetrace.symbolic import Env
-from safetrace.symbolic.canon import subs
+from safetrace.symbolic.canon import rebuild, subs
 from safetrace.symbolic.scope import assuming
+from safetrace.symbolic.semantics import FCMP_OPS, FLOAT_OPS, INT_FROM_FLOAT
 from safetrace.symbolic.expr import TRUE, const, floordiv, sub
 from safetrace.trace.hops import submodules
 
@@ -115,7 +116,30 @@ def _implied(contract: Any, cond: Any) -> bool:
         for c in given:
             if not stack.enter_context(assuming(env, c)):
                 return True  # (no input meets the contract's conditions)
-        return env.decide(cond) is True
+        return env.decide(cond) is True or env.decide(_fold_points(env, cond, {})) is True
+
+
+def _fold_points(env: Env, e: Any, memo: dict) -> Any:
+    """`e` with each floor division, remainder, min and max that takes one value on the
+    whole space (its bounds a single int: ``(h + 15)//16`` is 4 for ``49 <= h <= 64``)
+    replaced by that value; the decision sees such an atom only as an opaque term."""
+    if e in memo:
+        return memo[e]
+    out = e
+    if e.args and e.op not in _FLOATS:
+        args = tuple(_fold_points(env, a, memo) for a in e.args)
+        if any(x is not y for x, y in zip(args, e.args)):
+            out = rebuild(e.op, args)
+        if out.op in _ATOMS:
+            r = env.bounds(out)
+            if r.lo == r.hi and isinstance(r.lo, int):
+                out = const(r.lo)
+    memo[e] = out
+    return out
+
+
+_ATOMS = ("floordiv", "mod", "min", "max")
+_FLOATS = FLOAT_OPS | FCMP_OPS | INT_FROM_FLOAT  # (float arithmetic: left as it is)
 
 
 def _symbols_in(original: Any, retraced: Any) -> dict:
