@@ -13,7 +13,6 @@ them from).  The result is an ordinary safetrace program: it saves, loads and co
 from __future__ import annotations
 
 import builtins
-import contextlib
 import keyword
 import unicodedata
 from typing import Any
@@ -28,12 +27,10 @@ from safetrace.exporter.contract import ConstInput, TensorInput, linear_in
 from safetrace.interop.composites import TABLE as COMPOSITES
 from safetrace.interop.composites_vision import TABLE as VISION_COMPOSITES
 from safetrace.interop.contract import evaluate
+from safetrace.interop.implication import implied
 from safetrace.interop.hops import functional_of
 from safetrace.trace.asserts import assert_sym
-from safetrace.symbolic import Env
-from safetrace.symbolic.canon import rebuild, subs
-from safetrace.symbolic.scope import assuming
-from safetrace.symbolic.semantics import FCMP_OPS, FLOAT_OPS, INT_FROM_FLOAT
+from safetrace.symbolic.canon import subs
 from safetrace.symbolic.expr import TRUE, const, floordiv, sub
 from safetrace.trace.hops import submodules
 
@@ -90,56 +87,11 @@ def _same_conditions(original: Any, retraced: Any) -> None:
             extra.append(c.cond)
             continue
         cond = subs(cond, {n: to_original[n] for n in cond.free_symbols})
-        if cond is not TRUE and cond not in mine and not _implied(original.contract, cond):
+        if cond is not TRUE and cond not in mine and not implied(original.contract, cond):
             extra.append(c.cond)
     if extra:
         texts = sorted({retraced.contract.where_text(e) for e in extra})
         raise EI.decomposition_narrowed(", ".join(f"`{t}`" for t in texts))
-
-
-def _implied(contract: Any, cond: Any) -> bool:
-    """Whether `cond` (over the contract's symbols) holds for every input the contract
-    accepts, proved from its ranges and conditions alone: ``16*b == b*((h + 15)//16)**2``
-    for ``49 <= h <= 64`` (a retrace's view of a size the program reads another way)."""
-    ranges = {s.name: s for s in contract.symbols}
-    given = [c.cond for c in contract.conditions]
-    names = set(cond.free_symbols).union(*(c.free_symbols for c in given))
-    if not names <= ranges.keys():
-        return False
-    env = Env()
-    env.shares_state_names = False
-    for name in sorted(names):
-        lo = 0 if ranges[name].lo is None else int(ranges[name].lo)
-        env.new_backed(lo, lo, None if ranges[name].hi is None else int(ranges[name].hi),
-                       name=name)
-    with contextlib.ExitStack() as stack:
-        for c in given:
-            if not stack.enter_context(assuming(env, c)):
-                return True  # (no input meets the contract's conditions)
-        return env.decide(cond) is True or env.decide(_fold_points(env, cond, {})) is True
-
-
-def _fold_points(env: Env, e: Any, memo: dict) -> Any:
-    """`e` with each floor division, remainder, min and max that takes one value on the
-    whole space (its bounds a single int: ``(h + 15)//16`` is 4 for ``49 <= h <= 64``)
-    replaced by that value; the decision sees such an atom only as an opaque term."""
-    if e in memo:
-        return memo[e]
-    out = e
-    if e.args and e.op not in _FLOATS:
-        args = tuple(_fold_points(env, a, memo) for a in e.args)
-        if any(x is not y for x, y in zip(args, e.args)):
-            out = rebuild(e.op, args)
-        if out.op in _ATOMS:
-            r = env.bounds(out)
-            if r.lo == r.hi and isinstance(r.lo, int):
-                out = const(r.lo)
-    memo[e] = out
-    return out
-
-
-_ATOMS = ("floordiv", "mod", "min", "max")
-_FLOATS = FLOAT_OPS | FCMP_OPS | INT_FROM_FLOAT  # (float arithmetic: left as it is)
 
 
 def _symbols_in(original: Any, retraced: Any) -> dict:

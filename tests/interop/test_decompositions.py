@@ -651,3 +651,48 @@ def test_roll_form_matches_eager(shifts, dims):
         s = [shifts] if isinstance(shifts, int) else list(shifts)
         got = TABLE[torch.ops.aten.roll.default](x, s, d)
         assert torch.equal(got, want), (shape, shifts, dims)
+
+
+def test_a_size_rounded_up_to_a_multiple_is_one_term_for_the_prover():
+    """timm DaViT: the program requires ``(b*hn*wn) % (hn*wn) == 0`` of its window count,
+    the retrace ``((b*hp*wp)//49) % (hn*wn) == 0``, with ``hp = a + ((6*a) % 7)`` (a padded
+    to a multiple of 7, expanded in the product) and ``hn = hp//7``; written ``7*((a +
+    6)//7)``, each padded size is a multiple of 7 and both say the same.  A remainder that
+    does not round up (``(5*a) % 7``) is not rewritten, and stays refused."""
+    import dataclasses
+
+    from safetrace.exporter.contract import Condition
+    from safetrace.interop.decompose import _same_conditions
+    from safetrace.symbolic.canon import eq
+    from safetrace.symbolic.expr import add, const, floordiv, mod, mul, sym
+
+    dims = {0: st.Dim("b", max=64), 2: st.Dim("h", max=512), 3: st.Dim("w", max=512)}
+    ep = st.export(_TwoConvs(), (torch.randn(2, 3, 50, 60),), dynamic_shapes={"x": dims})
+    b, h, w = (sym(s.name) for s in sorted(ep.contract.symbols, key=lambda s: s.where))
+
+    def windows(size, c):
+        # (after a stem of stride 4 that pads to a multiple of 4, as DaViT's)
+        a = floordiv(add(add(size, mod(mul(const(3), size), const(4))), const(3)), const(4))
+        padded = add(a, mod(mul(const(c), a), const(7)))
+        return padded, floordiv(padded, const(7))
+
+    def requiring(extra, given=None):
+        other = copy.copy(ep)
+        other.contract = dataclasses.replace(ep.contract, conditions=tuple(
+            Condition(c) for c in (extra, given) if c is not None))
+        return other
+
+    for c, holds in ((6, True), (5, False)):
+        (hp, hn), (wp, wn) = windows(h, c), windows(w, c)
+        cells = mul(hn, wn)
+        program = requiring(eq(mod(mul(b, cells), cells), 0))
+        retraced = requiring(eq(mod(floordiv(mul(b, mul(hp, wp)), const(49)), cells), 0))
+        if holds:
+            _same_conditions(program, retraced)
+            # (the rewrite: the padded sizes as multiples of 7 of a rounded-up count)
+            from safetrace.interop.implication import _round_up
+
+            assert str(_round_up(hp, {})) == f"7*(({h} + 27)//28)", _round_up(hp, {})
+        else:
+            with pytest.raises(st.ConversionError, match="would require"):
+                _same_conditions(program, retraced)
