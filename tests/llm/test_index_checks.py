@@ -79,3 +79,19 @@ def test_an_offset_computed_from_written_state_is_left_to_the_op():
     for fn in (mod, eager):  # (at 4: slots 4..10 of 8, the op's IndexError in both)
         with pytest.raises(IndexError):
             fn(torch.randn(7))
+
+
+def test_the_check_survives_save_load_and_to_torch(tmp_path):
+    model = tiny("llama", num_hidden_layers=1)
+    ep = export_static(model)
+    st.save(ep, tmp_path / "p.st")
+    ids, positions = torch.zeros(1, 7, dtype=torch.long), torch.arange(60, 67)
+    for mod in (st.load(tmp_path / "p.st").module(), ep.to_torch().module()):
+        before = {k: v.clone() for k, v in mod.named_buffers()}
+        with pytest.raises(RuntimeError, match="refused before the program writes any state"):
+            mod(input_ids=ids, cache_position=positions)
+        assert all(torch.equal(v, before[k]) for k, v in mod.named_buffers())
+        with torch.no_grad():
+            prompt = torch.randint(0, VOCAB, (1, 3))
+            torch.testing.assert_close(mod(input_ids=prompt, cache_position=torch.arange(3)),
+                                       model(prompt).logits, rtol=1e-4, atol=1e-4)
