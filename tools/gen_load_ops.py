@@ -78,8 +78,10 @@ _REVIEWED_OVERLOADS = {"lstm.data", "gru.data", "rnn_relu.data", "rnn_tanh.data"
 # private operators the tracer records through their meta kernels, each reviewed: a pure
 # computation of its tensor operands, reading no index, offset or length from their data
 # (``torch._weight_norm`` of ``nn.utils.weight_norm`` and its parametrization: wav2vec2,
-# hubert, wavlm, sew, unispeech)
-REVIEWED_IN = {"_weight_norm.default"}
+# hubert, wavlm, sew, unispeech); ``aten._assert_async.msg``: a check of one boolean
+# tensor, raising with the program's message (the index check exporter/index_checks.py
+# puts before a program's first state write; trace/draft.py's bool() of a tensor)
+REVIEWED_IN = {"_weight_norm.default", "_assert_async.msg"}
 
 _PLAIN_ARGS = frozenset(("Tensor", "int", "float", "number", "bool", "str", "ScalarType",
                          "Layout", "Device", "MemoryFormat"))

@@ -12,7 +12,8 @@ from typing import Any
 
 from safetrace.errors.base import ConstraintViolationError
 
-__all__ = ["Violation", "count_pinned", "DeclaredSpaceViolation", "declared_space"]
+__all__ = ["Violation", "count_pinned", "eager_fails", "DeclaredSpaceViolation",
+           "declared_space"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +57,21 @@ def count_pinned(dim: str, where: str, size: int, origin: str, what: str) -> Vio
         f"tensors (pad a variable count, with a mask): docs/deploying.md#batched-detectors",
         count=True)
 
+
+
+def eager_fails(dim: str, name: str, sizes: str, text: str, origin: str, kept: str,
+                fix: str) -> Violation:
+    """`dim` (declared Dim `name`) includes `sizes` (``dec >= 64``) where the model itself
+    fails in eager: `text`, an op's own requirement at `origin` (a broadcast, a view),
+    fails at each of them (a size capped by a fixed tensor: a slice of a position table).
+    The program cannot run there either; the fix declares the sizes eager runs, `kept`."""
+    line = origin.strip().removeprefix("(from ").removesuffix(")") or "the traced code"
+    return Violation(
+        dim, f"includes sizes where the model itself fails in eager: for {sizes}, {line} "
+             f"raises, in eager as in any program, as it needs `{text}` (an op's own size "
+             f"check, not a branch; a size capped by a fixed tensor, such as a slice of a "
+             f"position table, is the usual cause). Eager runs {kept} only.",
+        f"{fix}  (the sizes eager runs)")
 
 class DeclaredSpaceViolation(ConstraintViolationError):
     """Declared dynamic dims were specialized, narrowed or related by the program."""

@@ -16,6 +16,7 @@ from safetrace.exporter.fake_built import built_under
 from safetrace.exporter.global_caches import GlobalCaches
 from safetrace.exporter.contract import Contract, build_contract
 from safetrace.exporter.implied_bounds import bound_by_checks
+from safetrace.exporter.index_checks import check_indices_first
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
 from safetrace.exporter.escapes import export_error_for, internal_error_for
 from safetrace.exporter.example_ranges import refuse_conflicts
@@ -129,7 +130,9 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
         # (self.n += 1 in forward: the graph must not read it)
         python_state.check(ep, runs, lambda: checked_below_two(every, deferred), caches)
         check_additional(ep, dynamic_shapes)
-        return bound_by_checks(ep)  # (sizes its run-time checks refuse: input checks)
+        # (sizes its run-time checks refuse: input checks; an index check before the
+        # first state write)
+        return check_indices_first(bound_by_checks(ep))
 
 
 class Exporter:

@@ -17,15 +17,15 @@ from dataclasses import replace
 from typing import Any
 
 from safetrace.dims import DerivedDim, Dim
-from safetrace.errors import Violation
+from safetrace.errors import Violation, eager_fails
 from safetrace.errors import torch_words as torch_said
 from safetrace.exporter.clamps import branch_at_example, clamp_fix
 from safetrace.exporter.contract import Contract, linear_in
 from safetrace.exporter.declared_ranges import declared_range
 from safetrace.exporter.dim_conditions import holding_range, holds_outside, residue_span
 from safetrace.exporter.eager_raises import (
-    ASSUMED_MIN, condition_assumed_away, refuted, relation_assumed_away, relation_required,
-    requirements_only,
+    ASSUMED_MIN, condition_assumed_away, fails_in_eager, refuted, relation_assumed_away,
+    relation_required, requirements_only,
 )
 from safetrace.exporter.fix_links import example_side_link
 from safetrace.exporter.relation_splits import plain_relation
@@ -238,6 +238,12 @@ class NamedRelations:
                                   holds_outside(conds, root, a, b, lo, hi, fixed)))
             args = [repr(name)] + ([f"min={a}"] if a > 0 else []) + (
                 [f"max={int(b)}"] if b != math.inf else [])
+            cut = [(x, y) for x, y in ((lo, a - 1), (b + 1, hi)) if x <= y]
+            if not others and len(conds) == 1 and all(
+                    fails_in_eager(self.env, c.cond, root, x, y) for x, y in cut):
+                return eager_fails(self._label(root), name, " and ".join(
+                    range_text(name, x, y) for x, y in cut), text, c.origin,
+                    range_text(name, a, b), f"{name} = Dim({', '.join(args)})")
             return Violation(self._label(root),
                              cause + f"; {'around the example, ' if words else ''}it holds "
                                      f"for {range_text(name, a, b)}.",

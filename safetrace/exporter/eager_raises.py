@@ -156,3 +156,30 @@ def refuting(env: Env, contract: Contract, cond: Any, named: list[str],
                 yield point
         except (ArithmeticError, KeyError, ValueError, TypeError):
             continue
+
+
+def fails_in_eager(env: Env, cond: Any, root: str, lo: int, hi: float) -> bool:
+    """Whether the condition `cond` of one named Dim's symbol `root` fails for every size
+    in ``[lo, hi]`` and eager raises at each of them: every guard it comes from is an op's
+    requirement there (``x + table[:n]`` with a table of 63 rows: the broadcast of `n` with
+    63 raises for every ``n >= 64``, both sizes at least its ``required_from``).  Proved
+    on the interval (its bounds), not sampled."""
+    if cond.free_symbols != {root} or lo > hi:
+        return False
+    checks = {id(f) for f in env.facts}
+    sources = [g for g in env.guards + env.facts + _required(env)
+               if substitute(g.cond, env.subst.get) == cond]
+    if not sources:
+        return False
+    side = Env()
+    side.shares_state_names = False
+    side.new_backed(int(lo), int(lo), None if hi == float("inf") else int(hi), name=root)
+    if side.decide(cond) is not False:
+        return False
+    for g in sources:
+        if g.precondition or id(g) in checks:
+            continue
+        least = getattr(g, "required_from", 0)
+        if not least or cond.op != "eq" or any(side.bounds(a).lo < least for a in cond.args):
+            return False
+    return True

@@ -41,8 +41,19 @@ def _mm(a: Any, b: Any) -> Any:
     if a.dim() == 2:
         return aten.mm.default(a, b)
     lead = list(a.shape[:-1])
-    flat = aten.view.default(_contiguous(a), [-1, a.shape[-1]])
+    flat = aten.view.default(_contiguous(a), [_product(lead), a.shape[-1]])
     return aten.view.default(aten.mm.default(flat, b), lead + [b.shape[-1]])
+
+
+def _product(sizes: list) -> Any:
+    """The product of `sizes`, where a view would take -1: inferring -1 asks whether the
+    other sizes' product is non-zero and divides the count of elements, decisions the
+    program never made (timm DaViT's window counts are not provably non-zero); the product
+    is the same expression as the tensor's element count, so the view needs none."""
+    out: Any = 1
+    for s in sizes:
+        out = out * s
+    return out
 
 
 def _contiguous(x: Any) -> Any:
@@ -67,8 +78,8 @@ def matmul(a: Any, b: Any) -> Any:
         return aten.sum.default(aten.mul.Tensor(a, b))
     if a.dim() == b.dim() and a.dim() >= 3 and list(a.shape[:-2]) == list(b.shape[:-2]):
         lead = list(a.shape[:-2])
-        a3 = aten.view.default(_contiguous(a), [-1, a.shape[-2], a.shape[-1]])
-        b3 = aten.view.default(_contiguous(b), [-1, b.shape[-2], b.shape[-1]])
+        a3 = aten.view.default(_contiguous(a), [_product(lead), a.shape[-2], a.shape[-1]])
+        b3 = aten.view.default(_contiguous(b), [_product(lead), b.shape[-2], b.shape[-1]])
         return aten.view.default(aten.bmm.default(a3, b3), lead + [a.shape[-2], b.shape[-1]])
     return aten.matmul.default(a, b)  # broadcasting batch dims: left as it is
 

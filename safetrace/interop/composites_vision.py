@@ -1,6 +1,7 @@
 """Core ATen forms of operators vision models leave after torch's core table (timm: EVA's
 rotary embedding, ViTs resampling their position embedding to the input's grid, EdgeNeXt's
-``expand_as`` and vector norm, CAFormer's ``square``, LeViT's ``reshape_as``).
+``expand_as`` and vector norm, CAFormer's ``square``, LeViT's ``reshape_as``, Swin's and
+DaViT's ``roll``).
 
 Like interop/composites.py: each is the operator's documented meaning written with core
 ATen calls, checked against eager in the tests.  ``run_decompositions`` uses them with
@@ -82,6 +83,32 @@ def linalg_vector_norm(x: Any, ord: Any = 2, dim: Any = None, keepdim: bool = Fa
         return aten.sqrt.default(aten.sum.dim_IntList(aten.mul.Tensor(x, x), dims, keepdim))
     return aten.pow.Tensor_Scalar(aten.sum.dim_IntList(aten.pow.Tensor_Scalar(mag, ord), dims,
                                                        keepdim), 1.0 / ord)
+
+
+@_register(aten.roll.default)
+def roll(x: Any, shifts: Any, dims: Any = ()) -> Any:
+    """``torch.roll``: along each dim, output i is input ``(i - shift) mod size``: an
+    ``index_select`` by ``remainder(arange(size) - shift, size)``; without dims, the
+    flattened tensor rolled and viewed back.  torch's reference asks ``numel() == 0``
+    first, a decision the program (one ``roll``) never made (Swin's shifted windows:
+    the count of windows is not provably non-zero); here an empty tensor takes the same
+    index ops (an empty index), so no size is decided."""
+    shifts, dims = list(shifts), list(dims)
+    if not dims:
+        if len(shifts) != 1:
+            return aten.roll.default(x, shifts, dims)  # (eager's error)
+        flat = aten.view.default(_contiguous(x), [-1])
+        return aten.view.default(roll(flat, shifts, [0]), list(x.shape))
+    if len(shifts) != len(dims) or x.dim() == 0:
+        return aten.roll.default(x, shifts, dims)  # (eager's error)
+    for shift, dim in zip(shifts, dims):
+        size = x.shape[dim]
+        at = aten.add.Tensor(aten.arange.default(size, dtype=torch.int64, device=x.device),
+                             -shift)
+        # (the divisor of an empty index is never used: max(size, 1) keeps it non-zero
+        # without a decision)
+        x = aten.index_select.default(x, dim, aten.remainder.Scalar(at, torch.sym_max(size, 1)))
+    return x
 
 
 def _contiguous(x: Any) -> Any:

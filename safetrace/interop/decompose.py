@@ -13,7 +13,6 @@ them from).  The result is an ordinary safetrace program: it saves, loads and co
 from __future__ import annotations
 
 import builtins
-import contextlib
 import keyword
 import unicodedata
 from typing import Any
@@ -28,11 +27,10 @@ from safetrace.exporter.contract import ConstInput, TensorInput, linear_in
 from safetrace.interop.composites import TABLE as COMPOSITES
 from safetrace.interop.composites_vision import TABLE as VISION_COMPOSITES
 from safetrace.interop.contract import evaluate
+from safetrace.interop.implication import implied
 from safetrace.interop.hops import functional_of
 from safetrace.trace.asserts import assert_sym
-from safetrace.symbolic import Env
 from safetrace.symbolic.canon import subs
-from safetrace.symbolic.scope import assuming
 from safetrace.symbolic.expr import TRUE, const, floordiv, sub
 from safetrace.trace.hops import submodules
 
@@ -89,33 +87,11 @@ def _same_conditions(original: Any, retraced: Any) -> None:
             extra.append(c.cond)
             continue
         cond = subs(cond, {n: to_original[n] for n in cond.free_symbols})
-        if cond is not TRUE and cond not in mine and not _implied(original.contract, cond):
+        if cond is not TRUE and cond not in mine and not implied(original.contract, cond):
             extra.append(c.cond)
     if extra:
         texts = sorted({retraced.contract.where_text(e) for e in extra})
         raise EI.decomposition_narrowed(", ".join(f"`{t}`" for t in texts))
-
-
-def _implied(contract: Any, cond: Any) -> bool:
-    """Whether `cond` (over the contract's symbols) holds for every input the contract
-    accepts, proved from its ranges and conditions alone: ``16*b == b*((h + 15)//16)**2``
-    for ``49 <= h <= 64`` (a retrace's view of a size the program reads another way)."""
-    ranges = {s.name: s for s in contract.symbols}
-    given = [c.cond for c in contract.conditions]
-    names = set(cond.free_symbols).union(*(c.free_symbols for c in given))
-    if not names <= ranges.keys():
-        return False
-    env = Env()
-    env.shares_state_names = False
-    for name in sorted(names):
-        lo = 0 if ranges[name].lo is None else int(ranges[name].lo)
-        env.new_backed(lo, lo, None if ranges[name].hi is None else int(ranges[name].hi),
-                       name=name)
-    with contextlib.ExitStack() as stack:
-        for c in given:
-            if not stack.enter_context(assuming(env, c)):
-                return True  # (no input meets the contract's conditions)
-        return env.decide(cond) is True
 
 
 def _symbols_in(original: Any, retraced: Any) -> dict:

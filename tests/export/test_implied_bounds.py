@@ -52,11 +52,16 @@ def test_static_cache_length_bounds_the_prompt_before_running():
         assert torch.equal(v, before[k]), k
     with pytest.raises(st.InputMismatchError):  # (the declared min stays)
         mod(torch.ones(0, 4))
-    # a call within the bound that the state makes fail still fails at the assertion
+    # a call within the bound that the state makes fail is refused by the write's own
+    # index check, asserted before the first state write (exporter/index_checks.py):
+    # eager raises IndexError after writing the length, the program before
     with pytest.raises(IndexError):
         eager(torch.ones(1, 4))
-    with pytest.raises(st.RuntimeAssertionError):
+    before = {k: v.clone() for k, v in mod.state_dict().items()}
+    with pytest.raises(RuntimeError, match="refused before the program writes any state"):
         mod(torch.ones(1, 4))
+    for k, v in mod.state_dict().items():
+        assert torch.equal(v, before[k]), k
 
 def test_bound_needs_every_other_size_bounded():
     """``x.shape[0] + u <= 8`` alone refuses nothing by itself: a negative ``u`` admits
@@ -113,7 +118,8 @@ def test_deferred_program_keeps_its_checks_at_run_time():
                    dynamic_shapes={"x": {0: st.Dim("n", min=1)}},
                    prefer_deferred_runtime_asserts_over_guards=True)
     assert _range(ep) == (1, math.inf)
-    with pytest.raises(st.RuntimeAssertionError):
+    # (refused at run time: by the write's own index check, before any state write)
+    with pytest.raises(RuntimeError, match="refused before the program writes any state"):
         ep.module()(torch.ones(9, 4))
 
 
@@ -174,8 +180,12 @@ def test_distinct_indices_into_a_static_dim_bound_the_size_before_running():
         assert torch.equal(v, before[k]), k
     with pytest.raises(st.InputMismatchError):  # (the declared min stays)
         mod(torch.ones(0, 4), torch.arange(0))
-    with pytest.raises(IndexError):  # in the bound, out of the slots: the op raises, as eager
+    # in the bound, out of the slots: eager's IndexError, refused before any state write
+    with pytest.raises(RuntimeError, match=r"refused before the program writes any state: "
+                                           r"`self.cache.index_copy_\(0, idx, x\)`"):
         mod(torch.ones(2, 4), torch.tensor([7, 8]))
+    for k, v in mod.state_dict().items():
+        assert torch.equal(v, before[k]), k
 
 
 def test_index_put_takes_negative_indices_so_the_bound_is_twice_the_dim():

@@ -558,3 +558,141 @@ def test_a_condition_the_contract_implies_is_not_narrowing():
     _same_conditions(ep, requiring(ge(mul(h, w), 64)))
     with pytest.raises(st.ConversionError, match="would require"):  # h % 16 == 0: narrower
         _same_conditions(ep, requiring(eq(mod(h, const(16)), 0)))
+
+
+def test_a_size_constant_on_the_whole_range_is_folded_by_the_prover():
+    """timm EfficientFormerV2: the retrace requires ``16*b == b*((h + 15)//16)*((w +
+    15)//16)``, true on the declared ``49 <= h, w <= 64`` (each division is 4 there) but
+    opaque to the decision; each floor division whose bounds are one value is that value.
+    Where it is not one value on the range (``(h + 16)//16``: 5 at 64), it is refused."""
+    import dataclasses
+
+    from safetrace.exporter.contract import Condition
+    from safetrace.interop.decompose import _same_conditions
+    from safetrace.symbolic.canon import eq
+    from safetrace.symbolic.expr import add, const, floordiv, mul, sym
+
+    dims = {0: st.Dim("b", max=64), 2: st.Dim("h", min=49, max=64),
+            3: st.Dim("w", min=49, max=64)}
+    ep = st.export(_TwoConvs(), (torch.randn(2, 3, 50, 60),), dynamic_shapes={"x": dims})
+    b, h, w = (sym(s.name) for s in sorted(ep.contract.symbols, key=lambda s: s.where))
+
+    def requiring(extra):
+        other = copy.copy(ep)
+        other.contract = dataclasses.replace(ep.contract, conditions=(Condition(extra),))
+        return other
+
+    def cells(size, k):
+        return floordiv(add(size, const(k)), const(16))
+
+    _same_conditions(ep, requiring(eq(mul(const(16), b), mul(b, mul(cells(h, 15), cells(w, 15))))))
+    with pytest.raises(st.ConversionError, match="would require"):
+        _same_conditions(ep, requiring(eq(mul(const(16), b),
+                                          mul(b, mul(cells(h, 16), cells(w, 15))))))
+
+
+class _TwoConvs(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, stride=2, padding=1)
+
+    def forward(self, x):
+        return self.conv(x).relu()
+
+
+class _ShiftedWindows(torch.nn.Module):
+    """Swin's shifted windows (timm): the image padded to whole windows of 3, rolled by
+    half a window, split into windows, rolled back.  The count of windows is not provably
+    non-zero, and torch's reference form of ``roll`` asks ``numel() == 0`` first."""
+
+    def forward(self, x):  # (B, H, W, C), H and W multiples of 2
+        b, h, w, c = x.shape
+        x = x.view(b, h // 2, 2, w // 2, 2, c).mean((2, 4))
+        hh, ww = x.shape[1:3]
+        x = torch.nn.functional.pad(x, (0, 0, 0, (3 - ww % 3) % 3, 0, (3 - hh % 3) % 3))
+        x = torch.roll(x, shifts=(-1, -1), dims=(1, 2))
+        hp, wp = x.shape[1:3]
+        win = x.view(b, hp // 3, 3, wp // 3, 3, c).permute(0, 1, 3, 2, 4, 5)
+        win = win.reshape(-1, 9, c).softmax(-1).view(b, hp // 3, wp // 3, 3, 3, c)
+        x = win.permute(0, 1, 3, 2, 4, 5).reshape(b, hp, wp, c)
+        return torch.roll(x, shifts=(1, 1), dims=(1, 2)) + torch.roll(x, 2)
+
+
+def test_shifted_windows_roll_decomposes_without_a_condition():
+    # (timm_swin: the reference form's `numel() == 0` became a condition of the retrace
+    # that the program does not state: refused as narrowing before the roll form)
+    model = _ShiftedWindows()
+    auto = st.Dim.AUTO
+    ep = st.export(model, (torch.randn(2, 10, 14, 3),),
+                   dynamic_shapes={"x": {0: st.Dim("b", min=0), 1: auto, 2: auto}})
+    assert ep.contract.conditions
+    dep = ep.run_decompositions()
+    assert not _non_core(dep), _non_core(dep)
+    assert "cond" not in {str(n.target) for g in dep.graph_module.modules()
+                          if isinstance(g, torch.fx.GraphModule) for n in g.graph.nodes}
+    assert str(dep.range_constraints) == str(ep.range_constraints)
+    for shape in ((2, 10, 14, 3), (0, 6, 4, 3), (1, 2, 2, 3), (3, 12, 2, 3), (1, 0, 4, 3)):
+        x = torch.randn(shape)
+        assert same_behaviour(ep, dep.module(), (x,), {}) == "ok", shape
+        assert_close(dep.module()(x), model(x))
+    x = torch.randn(2, 9, 14, 3)  # (an odd height: refused by both before running)
+    assert same_behaviour(ep, dep.module(), (x,), {}) == "rejected"
+
+
+@pytest.mark.parametrize("shifts,dims", [((-3, 2), (1, 2)), (5, None), ((4,), (0,)),
+                                         ((-9,), (-1,)), ((0, 1), (0, 0))])
+def test_roll_form_matches_eager(shifts, dims):
+    from safetrace.interop.composites_vision import TABLE
+
+    for shape in ((2, 7, 9), (0, 3, 2), (1, 1, 1), (4, 0, 5)):
+        x = torch.randn(shape)
+        want = torch.roll(x, shifts, dims) if dims is not None else torch.roll(x, shifts)
+        d = [] if dims is None else list(dims)
+        s = [shifts] if isinstance(shifts, int) else list(shifts)
+        got = TABLE[torch.ops.aten.roll.default](x, s, d)
+        assert torch.equal(got, want), (shape, shifts, dims)
+
+
+def test_a_size_rounded_up_to_a_multiple_is_one_term_for_the_prover():
+    """timm DaViT: the program requires ``(b*hn*wn) % (hn*wn) == 0`` of its window count,
+    the retrace ``((b*hp*wp)//49) % (hn*wn) == 0``, with ``hp = a + ((6*a) % 7)`` (a padded
+    to a multiple of 7, expanded in the product) and ``hn = hp//7``; written ``7*((a +
+    6)//7)``, each padded size is a multiple of 7 and both say the same.  A remainder that
+    does not round up (``(5*a) % 7``) is not rewritten, and stays refused."""
+    import dataclasses
+
+    from safetrace.exporter.contract import Condition
+    from safetrace.interop.decompose import _same_conditions
+    from safetrace.symbolic.canon import eq
+    from safetrace.symbolic.expr import add, const, floordiv, mod, mul, sym
+
+    dims = {0: st.Dim("b", max=64), 2: st.Dim("h", max=512), 3: st.Dim("w", max=512)}
+    ep = st.export(_TwoConvs(), (torch.randn(2, 3, 50, 60),), dynamic_shapes={"x": dims})
+    b, h, w = (sym(s.name) for s in sorted(ep.contract.symbols, key=lambda s: s.where))
+
+    def windows(size, c):
+        # (after a stem of stride 4 that pads to a multiple of 4, as DaViT's)
+        a = floordiv(add(add(size, mod(mul(const(3), size), const(4))), const(3)), const(4))
+        padded = add(a, mod(mul(const(c), a), const(7)))
+        return padded, floordiv(padded, const(7))
+
+    def requiring(extra, given=None):
+        other = copy.copy(ep)
+        other.contract = dataclasses.replace(ep.contract, conditions=tuple(
+            Condition(c) for c in (extra, given) if c is not None))
+        return other
+
+    for c, holds in ((6, True), (5, False)):
+        (hp, hn), (wp, wn) = windows(h, c), windows(w, c)
+        cells = mul(hn, wn)
+        program = requiring(eq(mod(mul(b, cells), cells), 0))
+        retraced = requiring(eq(mod(floordiv(mul(b, mul(hp, wp)), const(49)), cells), 0))
+        if holds:
+            _same_conditions(program, retraced)
+            # (the rewrite: the padded sizes as multiples of 7 of a rounded-up count)
+            from safetrace.interop.implication import _round_up
+
+            assert str(_round_up(hp, {})) == f"7*(({h} + 27)//28)", _round_up(hp, {})
+        else:
+            with pytest.raises(st.ConversionError, match="would require"):
+                _same_conditions(program, retraced)

@@ -1,0 +1,194 @@
+"""Index checks moved before the program's first state write.
+
+An indexing op checks its indices when it runs: transformers' StaticCache writes
+``index_copy_(2, arange(seq) + cumulative_length, key)`` after it wrote the length
+(``cumulative_length.copy_(cache_position[0])``, then ``add_(seq)``), so positions past the
+cache (``cache_position`` 60..66 in 64 slots) raise IndexError with the length already
+written, in eager and in the program.  Where the op's indices are ``arange(n)`` plus one
+value, and that value is known before the first write (an input, or a copy of one into
+the state), the program asserts the op's own condition -- ``0 <= v`` and ``v + n <= L``
+(``-L <= v`` for ops taking negative indices) -- before that write: a call the op would
+refuse is refused with every buffer untouched.  Nothing is clamped; a call the op accepts
+passes the check (it is the op's own).
+
+Sound by construction: only the main graph (every successful call runs it), only indices
+`index_relations` proves are checked against a static dim, only ``n`` with ``n >= 1`` on
+the whole declared space (no index, no check in eager), and only values whose memory no
+op writes between where they are read here and where the op reads them (the one write
+allowed is the state copy whose source is read instead).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.exporter.index_bounds import index_relations
+from safetrace.meta.tensor import TensorMeta
+from safetrace.trace.proxy import Proxy
+
+aten = torch.ops.aten
+
+
+def check_indices_first(ep: Any) -> Any:
+    """`ep` with the index checks of its state writes asserted before the first write."""
+    graph = ep.graph
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    memory = _Memory(graph)
+    first = next((w for w, t in memory.written if memory.root(t).op == "placeholder"), None)
+    if first is None or memory.opaque:
+        return ep
+    lows = {s.name: s.lo for s in ep.contract.symbols}
+    added: set = set()
+    for _, most, node, what in index_relations(graph):
+        if order[node] <= order[first]:
+            continue
+        found = _arange_plus(_index_of(node))
+        if found is None:
+            continue
+        count, offset, index = found
+        if not _positive(count, lows) or isinstance(count, torch.fx.Node) and \
+                order[count] >= order[first]:
+            continue
+        value = _value_at(offset, index, first, order, memory)
+        if value is None:
+            continue
+        negative = node.target in (aten.index_put.default, aten.index_put_.default,
+                                   aten.index.Tensor)  # (indices in [-L, L))
+        size = most.value // 2 if negative else most.value
+        lo = -size if negative else 0
+        if (value, count, lo, size) in added:
+            continue  # (the keys' and the values' caches: one check)
+        added.add((value, count, lo, size))
+        with graph.inserting_before(first):
+            _assert(graph, value, count, lo, size, what, node)
+    if added:
+        ep._gm = None  # (its code is generated again from the graph)
+    return ep
+
+
+def _assert(graph: Any, value: Any, count: Any, lo: int, size: int, what: str,
+            node: Any) -> None:
+    meta = value.meta["val"].st_meta
+    text = node.meta.get("stack_trace", "").strip().splitlines()
+    where = text[-1].strip() if text else str(node.target)
+    message = (f"index out of bounds, refused before the program writes any state: "
+               f"`{where}` needs its indices in [{lo}, {size}) ({what}); eager raises "
+               f"IndexError there, after writing state")
+
+    def call(target: Any, args: tuple, dtype: Any) -> Any:
+        out = graph.call_function(target, args)
+        out.meta.update(val=Proxy(TensorMeta(tuple(meta.shape), dtype, meta.device), out),
+                        stack_trace=node.meta.get("stack_trace", ""))
+        return out
+
+    above = call(aten.ge.Scalar, (value, lo), torch.bool)
+    end = call(aten.add.Tensor, (value, count), meta.dtype)
+    below = call(aten.le.Scalar, (end, size), torch.bool)
+    ok = call(aten.logical_and.default, (above, below), torch.bool)
+    done = graph.call_function(aten._assert_async.msg, (ok, message))
+    done.meta.update(val=None, stack_trace=node.meta.get("stack_trace", ""))
+
+
+def _index_of(node: Any) -> Any:
+    if node.target in (aten.index_put.default, aten.index_put_.default, aten.index.Tensor):
+        given = [i for i in node.args[1] if i is not None]
+        return given[0] if len(given) == 1 else None
+    return node.args[2]
+
+
+def _arange_plus(index: Any) -> tuple[Any, Any, Any] | None:
+    """(n, v, the index node) for ``arange(n) + v`` (either order), v a tensor."""
+    if not isinstance(index, torch.fx.Node) or index.target is not aten.add.Tensor or \
+            index.kwargs or len(index.args) != 2:
+        return None
+    a, b = index.args
+    for ar, v in ((a, b), (b, a)):
+        if isinstance(ar, torch.fx.Node) and ar.target is aten.arange.default and \
+                len(ar.args) == 1 and isinstance(v, torch.fx.Node) and \
+                _one_element(_meta(v)):
+            return ar.args[0], v, index
+    return None
+
+
+def _one_element(meta: Any) -> bool:
+    return isinstance(meta, TensorMeta) and all(type(s) is int and s == 1 for s in meta.shape)
+
+
+def _meta(node: Any) -> Any:
+    val = node.meta.get("val")
+    return getattr(val, "st_meta", None)
+
+
+def _positive(count: Any, lows: dict) -> bool:
+    """Whether ``n >= 1`` wherever the contract admits the call."""
+    if type(count) is int:
+        return count >= 1
+    val = count.meta.get("val") if isinstance(count, torch.fx.Node) else None
+    expr = getattr(val, "expr", None)
+    if expr is None or expr.op != "sym":
+        return False
+    low = lows.get(expr.name)
+    return low is not None and low >= 1
+
+
+def _value_at(x: Any, at: Any, first: Any, order: dict, memory: Any) -> Any:
+    """A node read before `first` that holds the value `x` holds when `at` reads it;
+    None when no such node is known."""
+    writes = [w for w in memory.writes_of(x) if order[w] < order[at]]
+    if not writes:
+        return x if x.op == "placeholder" or order[x] < order[first] else None
+    if x.op != "placeholder" or len(writes) != 1:
+        return None
+    (w,) = writes
+    if w.target is not aten.copy_.default or w.args[0] is not x or len(w.args) != 2 or \
+            not isinstance(w.args[1], torch.fx.Node):
+        return None
+    src, mine = _meta(w.args[1]), _meta(x)
+    if src is None or mine is None or src.dtype != mine.dtype or \
+            tuple(src.shape) != tuple(mine.shape):
+        return None
+    return _value_at(w.args[1], w, first, order, memory)
+
+
+class _Memory:
+    """Which nodes share memory (an op returning an alias of its first argument: views
+    and in-place writes), and every write with the tensor it writes; `opaque` when a
+    call (control flow) may write what this does not see."""
+
+    def __init__(self, graph: Any) -> None:
+        self.parent: dict = {}
+        self.written: list = []  # (write node, the argument it writes), in graph order
+        self.opaque = False
+        for node in graph.nodes:
+            if node.op != "call_function":
+                continue
+            schema = getattr(node.target, "_schema", None)
+            if isinstance(node.target, torch._ops.HigherOrderOperator):
+                self.opaque = True
+            if schema is None:
+                continue
+            if node.args and isinstance(node.args[0], torch.fx.Node) and \
+                    any(r.alias_info is not None for r in schema.returns):
+                self.parent[node] = node.args[0]
+            given = dict(zip((a.name for a in schema.arguments), node.args))
+            given.update(node.kwargs)
+            for arg in schema.arguments:
+                value = given.get(arg.name)
+                if arg.alias_info is not None and arg.alias_info.is_write:
+                    for v in value if isinstance(value, (list, tuple)) else [value]:
+                        if isinstance(v, torch.fx.Node):
+                            self.written.append((node, v))
+
+    def root(self, node: Any) -> Any:
+        while node in self.parent:
+            node = self.parent[node]
+        return node
+
+    def writes_of(self, node: Any) -> list:
+        r = self.root(node)
+        return [w for w, t in self.written if self.root(t) is r]
+
+
+__all__ = ["check_indices_first"]
