@@ -53,7 +53,7 @@ from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_und
 from safetrace.interop.lazy import fx_config, graph_signature, python_dispatch
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
-from safetrace.trace.graph import add_node, add_placeholder, target_name
+from safetrace.trace.graph import add_node, add_placeholder, add_placeholders, target_name
 from safetrace.trace.session import gc_paused
 from safetrace.trace.subclasses import rebuild
 
@@ -120,8 +120,13 @@ class _Converter:
                 enable_python_dispatcher(), torch.set_grad_enabled(torch.is_grad_enabled()):
             inputs = []
             aliased = vars(ep).get("state_aliases")
-            for s in ordered:  # (a state's other paths, each a placeholder of its own)
-                inputs.append(self._placeholder(s, ours[s.name]))
+            # (the placeholders made in one run, their names kept per program's list:
+            # trace/graph.py's add_placeholders; a state's other paths interleave theirs)
+            made = None if aliased else add_placeholders(
+                self.graph, [ours[s.name].name for s in ordered])
+            for k, s in enumerate(ordered):  # (a state's other paths: placeholders too)
+                inputs.append(self._placeholder(s, ours[s.name],
+                                                made[k] if made is not None else None))
                 if aliased:
                     inputs += alias_inputs(self, s, inputs[-1])
             first = len(self.shape_env.guards)
@@ -196,10 +201,12 @@ class _Converter:
         return backed_symint(self.shape_env, hint, where, vr)
 
     # -- placeholders ------------------------------------------------------------------------
-    def _placeholder(self, spec: Any, node: torch.fx.Node) -> Any:
+    def _placeholder(self, spec: Any, node: torch.fx.Node,
+                     new: torch.fx.Node | None = None) -> Any:
         gs = graph_signature()
         InputKind, InputSpec, TensorArgument = gs.InputKind, gs.InputSpec, gs.TensorArgument
-        new = add_placeholder(self.graph, node.name)
+        if new is None:
+            new = add_placeholder(self.graph, node.name)
         if "stack_trace" in node.meta:
             new.meta["stack_trace"] = node.meta["stack_trace"]
         self.env[node] = new
