@@ -458,10 +458,10 @@ def _key(s: Any) -> Any:
     return s.node._expr if isinstance(s, torch.SymInt) else s  # (a key: no replacement)
 
 
-def builds(target: Any, ours: Any, builder: FakeBuilder) -> bool:
+def builds(target: Any, ours: Any, builder: FakeBuilder) -> Any:
     """Whether `target`'s value is made from ours (an ATen op returning tensors whose
-    sizes torch has symbols for, or gets them from ``builder.born``); else torch's
-    kernel runs."""
+    sizes torch has symbols for: ``KNOWN``, or gets them from ``builder.born``: ``BORN``);
+    else (False) torch's kernel runs."""
     if not isinstance(target, torch._ops.OpOverload) or target.namespace not in _NAMESPACES:
         return False
     some = False  # (a loop: all() over generators closed early costs ~10k instructions)
@@ -470,7 +470,12 @@ def builds(target: Any, ours: Any, builder: FakeBuilder) -> bool:
             if not hasattr(p, "st_meta"):
                 return False
             some = True
-    return some and (builder.known(ours) or builder.born(ours))
+    if not some:
+        return False
+    return KNOWN if builder.known(ours) else BORN if builder.born(ours) else False
+
+
+KNOWN, BORN = "known", "born"  # (builds' answers: both true)
 
 
 def detached(val: Any) -> Any:
