@@ -54,6 +54,7 @@ _HINTS = {"stride": lambda a, b: a * max(b, 1)}
 # method -> the operation computing a result's hint from its operands' (as torch's)
 _HINT_FNS = {m: _HINTS.get(m) or method_to_operator(_TORCH_NAMES.get(m, m)) for m in _OPS}
 _SYMINT = torch.SymInt
+_OVERLOAD = torch._ops.OpOverload
 _SEEN: dict[tuple, Any] = {}  # (method, lhs key, rhs key) -> (expr, optimized) or _TORCH
 _TORCH = object()             # a result torch's path gives (a constant, an FX node...)
 _LIMIT = 50_000
@@ -71,13 +72,16 @@ def size_op(target: Any, args: tuple) -> Any:
     """For a graph node's size arithmetic (`target` one of this module's operations, its
     two arguments sizes or graph nodes of sizes): a function computing its value by
     `sym_op`; else None."""
+    if type(target) is _OVERLOAD or len(args) != 2:  # (an ATen op: not one of ours,
+        return None  # and its hash is a Python call)
     method = method_of(target)
-    if method is None or len(args) != 2:
+    if method is None:
         return None
-    vals = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in args]
-    if any(type(v) is not int and type(v) is not torch.SymInt for v in vals):
+    a, b = (x.meta.get("val") if isinstance(x, torch.fx.Node) else x for x in args)
+    if (type(a) is not int and type(a) is not _SYMINT) or \
+            (type(b) is not int and type(b) is not _SYMINT):
         return None
-    return lambda: sym_op(method, vals[0], vals[1])
+    return lambda: sym_op(method, a, b)
 
 
 def sym_op(method: str, a: Any, b: Any) -> Any:
