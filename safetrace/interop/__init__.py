@@ -36,13 +36,29 @@ def to_torch(ep: Any, *, strict: bool = False, verify: bool | None = None) -> An
     ``verify``: also run torch's meta kernels on every node and compare their shapes with
     ours (slower; default: the environment variable ``SAFETRACE_VERIFY_TO_TORCH=1``)."""
     if verify is None:
-        verify = os.environ.get("SAFETRACE_VERIFY_TO_TORCH", "") in ("1", "true", "yes")
+        verify = _verify_default()
     try:
         return convert(ep, strict=strict, verify=verify)
     except ExportError:
         raise
     except Exception as exc:  # noqa: BLE001 - any other failure, named as a conversion's
         raise conversion_crashed(f"{type(exc).__name__}: {exc}", _innermost(exc)) from exc
+
+
+_VERIFY = "SAFETRACE_VERIFY_TO_TORCH"
+_VERIFY_KEY = os.fsencode(_VERIFY) if os.name == "posix" else None
+_YES = (b"1", b"true", b"yes")
+
+
+def _verify_default() -> bool:
+    """``SAFETRACE_VERIFY_TO_TORCH`` set to 1, true or yes: read from ``os.environ``'s own
+    table where it keeps one (POSIX: encoded keys and values, what ``os.environ``'s
+    writes update) rather than through ``Mapping.get``'s Python calls (~1% of a small
+    model's conversion)."""
+    data = getattr(os.environ, "_data", None)
+    if _VERIFY_KEY is not None and type(data) is dict:
+        return data.get(_VERIFY_KEY) in _YES
+    return os.environ.get(_VERIFY, "") in ("1", "true", "yes")
 
 
 def _innermost(exc: BaseException) -> str:

@@ -12,8 +12,7 @@ checks in torch's symbolic engine (~15 operations of ~7 µs each).  Placeholders
 ``torch.empty``'s tensors (a storage of their own, of torch's size); an input of symbolic
 sizes is made as a view of its own empty storage resized to that size, where a check made
 once per process and rank finds it torch.empty's tensor to torch's tools (``own_views``;
-rank 4 is not: its channels-last test guards in another order; not in a process's first
-conversion, whose inputs are torch.empty's).  A size from data
+not in a process's first conversion, whose inputs are torch.empty's).  A size from data
 (``x[mask]``'s rows, ``nonzero``'s count: a bare symbol of ours torch has none of) becomes
 a fresh unbacked torch symbol, size-like, with our range, as torch's kernel makes it.
 
@@ -391,7 +390,9 @@ def own_views(rank: int) -> bool:
     storage size, flags, and the same values and ShapeEnv guards from a few operations
     tools run on inputs (contiguity tests, reshapes, a transposed copy, reductions),
     compared with torch.empty's on scratch ShapeEnvs (checked once per process and rank;
-    sizes plain symbols, a product and a sum)."""
+    sizes plain symbols, a product and a sum).  The guards are compared as a set: on a
+    rank-4 input torch.empty's tensor records the same ones in another order (its
+    channels-last test first asks another size), one of them twice."""
     if rank < 1 or rank > 4 or not hasattr(torch.ops.inductor, "resize_storage_bytes_"):
         return False
     try:
@@ -435,7 +436,7 @@ def _probe(rank: int, fast: bool) -> list:
                       x.unsqueeze(0).expand(2, *x.shape), x.clone(),
                       x.view(-1) if rank == 1 else x.flatten(1)):
                 row += [_text(y.shape), _text(y.stride()), y.is_contiguous()]
-        row.append([str(g.expr) for g in env.guards])
+        row.append(sorted({str(g.expr) for g in env.guards}))  # (a conjunction: its set)
         out.append(row)
     return out
 
@@ -457,10 +458,10 @@ def _key(s: Any) -> Any:
     return s.node._expr if isinstance(s, torch.SymInt) else s  # (a key: no replacement)
 
 
-def builds(target: Any, ours: Any, builder: FakeBuilder) -> bool:
+def builds(target: Any, ours: Any, builder: FakeBuilder) -> Any:
     """Whether `target`'s value is made from ours (an ATen op returning tensors whose
-    sizes torch has symbols for, or gets them from ``builder.born``); else torch's
-    kernel runs."""
+    sizes torch has symbols for: ``KNOWN``, or gets them from ``builder.born``: ``BORN``);
+    else (False) torch's kernel runs."""
     if not isinstance(target, torch._ops.OpOverload) or target.namespace not in _NAMESPACES:
         return False
     some = False  # (a loop: all() over generators closed early costs ~10k instructions)
@@ -469,7 +470,12 @@ def builds(target: Any, ours: Any, builder: FakeBuilder) -> bool:
             if not hasattr(p, "st_meta"):
                 return False
             some = True
-    return some and (builder.known(ours) or builder.born(ours))
+    if not some:
+        return False
+    return KNOWN if builder.known(ours) else BORN if builder.born(ours) else False
+
+
+KNOWN, BORN = "known", "born"  # (builds' answers: both true)
 
 
 def detached(val: Any) -> Any:

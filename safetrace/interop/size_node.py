@@ -46,6 +46,21 @@ class SizeNode(SymNode):
         return SymNode.maybe_as_int(self)
 
 
-def node_class(expr: Any) -> type:
-    """SizeNode for an expression that is not a number, else torch's SymNode."""
-    return SymNode if isinstance(expr, int) or expr.is_number else SizeNode
+class IntSizeNode(SizeNode):
+    """A SizeNode of an int (``pytype`` int, set once by the constructor): ``is_int``,
+    ``is_float`` and ``is_bool`` answer without a Python frame.  torch's C++ asks a
+    SymInt argument's node ``is_int()`` as it parses it (a rank-4 ``as_strided``: 12
+    calls); the answers are the bound ``__bool__`` of True and False, C methods that
+    torch's ``getattr(node, "is_int")()`` calls as it would the Python method."""
+
+    is_int = True.__bool__
+    is_float = False.__bool__
+    is_bool = False.__bool__
+
+
+def node_class(expr: Any, pytype: type = bool) -> type:
+    """SizeNode for an expression that is not a number (IntSizeNode for an int's), else
+    torch's SymNode."""
+    if isinstance(expr, int) or expr.is_number:
+        return SymNode
+    return IntSizeNode if pytype is int else SizeNode

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from safetrace.interop.lazy import config_value, symbolic_shapes
-from safetrace.interop.size_node import SizeNode
+from safetrace.interop.size_node import IntSizeNode
 
 _WHERE = "safetrace.to_torch (an input symbol of the program)"
 
@@ -63,7 +63,7 @@ def _direct(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
     shape_env.var_to_range_sloc[expr] = ValueRangesSLoc(sloc, sloc)
     shape_env.counter["create_symbol"] += 1
     shape_env.symbol_guard_counter[expr] = 0
-    return torch.SymInt(SizeNode(expr, shape_env, int, hint))
+    return torch.SymInt(IntSizeNode(expr, shape_env, int, hint))
 
 
 @functools.cache

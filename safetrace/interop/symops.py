@@ -51,7 +51,10 @@ def _stride(a: Any, b: Any) -> Any:
 # intermediate ``sym_max`` torch's path makes is read by nothing else)
 _OPS["stride"] = (_stride, int)
 _HINTS = {"stride": lambda a, b: a * max(b, 1)}
+# method -> the operation computing a result's hint from its operands' (as torch's)
+_HINT_FNS = {m: _HINTS.get(m) or method_to_operator(_TORCH_NAMES.get(m, m)) for m in _OPS}
 _SYMINT = torch.SymInt
+_OVERLOAD = torch._ops.OpOverload
 _SEEN: dict[tuple, Any] = {}  # (method, lhs key, rhs key) -> (expr, optimized) or _TORCH
 _TORCH = object()             # a result torch's path gives (a constant, an FX node...)
 _LIMIT = 50_000
@@ -69,13 +72,16 @@ def size_op(target: Any, args: tuple) -> Any:
     """For a graph node's size arithmetic (`target` one of this module's operations, its
     two arguments sizes or graph nodes of sizes): a function computing its value by
     `sym_op`; else None."""
+    if type(target) is _OVERLOAD or len(args) != 2:  # (an ATen op: not one of ours,
+        return None  # and its hash is a Python call)
     method = method_of(target)
-    if method is None or len(args) != 2:
+    if method is None:
         return None
-    vals = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in args]
-    if any(type(v) is not int and type(v) is not torch.SymInt for v in vals):
+    a, b = (x.meta.get("val") if isinstance(x, torch.fx.Node) else x for x in args)
+    if (type(a) is not int and type(a) is not _SYMINT) or \
+            (type(b) is not int and type(b) is not _SYMINT):
         return None
-    return lambda: sym_op(method, vals[0], vals[1])
+    return lambda: sym_op(method, a, b)
 
 
 def sym_op(method: str, a: Any, b: Any) -> Any:
@@ -118,7 +124,7 @@ def _key(x: Any) -> tuple[Any, Any]:
     # walk of the expression's arguments for ``is_number``; a conversion makes none)
     e = n._expr if getattr(n.shape_env, "_replacements_version_counter", 1) == 0 \
         else n.expr
-    return (e, n._optimized_summation), n.hint
+    return (e, n._optimized_summation), n._hint  # (torch's ``hint`` property's value)
 
 
 def _remember(key: tuple, out: Any) -> None:
@@ -129,31 +135,73 @@ def _remember(key: tuple, out: Any) -> None:
             out.node.fx_node in (None, False):  # (False: no FX node, translation
         # validation off)
         _SEEN[key] = (out.node._expr, out.node._optimized_summation, out.node.fx_node,
-                      node_class(out.node._expr))
+                      node_class(out.node._expr, out.node.pytype))
     else:
         _SEEN[key] = _TORCH
 
 
 def _build(method: str, hit: tuple, env: Any, pytype: type, hl: Any, hr: Any) -> Any:
-    if hl is None or hr is None:
-        hint: Any = _NO_HINT
-    else:
-        fn = _HINTS.get(method)
-        hint = (fn or method_to_operator(_TORCH_NAMES.get(method, method)))(hl, hr)
-        if hint is not None and not isinstance(hint, (torch.SymInt, torch.SymBool)):
+    hint: Any = None  # (an operand without a hint: torch's ``_NO_HINT``, stored as None)
+    if hl is not None and hr is not None:
+        hint = _HINT_FNS[method](hl, hr)
+        if type(hint) is not pytype and hint is not None and \
+                not isinstance(hint, (torch.SymInt, torch.SymBool)):
             hint = pytype(hint)
-    node = hit[3](hit[0], env, pytype, hint, fx_node=hit[2], optimized_summation=hit[1])
+    if type(hint) is pytype and _direct_ok():
+        # the constructor's fields written at once (its Python body defines a closure
+        # and tests the hint's type and translation validation, off here: fx_node False)
+        node = _NEW(hit[3])
+        node.__dict__ = {"_expr": hit[0], "shape_env": env, "pytype": pytype,
+                         "_optimized_summation": hit[1], "_expr_ver": -1,
+                         "_expr_cache": None, "_hint": hint, "constant": None,
+                         "fx_node": False}
+    else:
+        node = hit[3](hit[0], env, pytype, _NO_HINT if hint is None else hint,
+                      fx_node=hit[2], optimized_summation=hit[1])
     return torch.SymInt(node) if pytype is int else torch.SymBool(node)
+
+
+_NEW = object.__new__
+
+
+@functools.cache
+def _direct_ok() -> bool:
+    """`_build`'s fields are those torch's ``SymNode`` constructor writes, in its order
+    (checked once per process; else the constructor runs)."""
+    try:
+        import sympy
+
+        env = conversion_env()
+        expr = sympy.Symbol("s0", positive=True, integer=True) * 2
+        for cls, pytype, hint in ((node_class(expr, int), int, 6),
+                                  (node_class(expr, bool), bool, True)):
+            theirs = cls(expr, env, pytype, hint, fx_node=False, optimized_summation=True)
+            if list(vars(theirs).items()) != [
+                    ("_expr", expr), ("shape_env", env), ("pytype", pytype),
+                    ("_optimized_summation", True), ("_expr_ver", -1),
+                    ("_expr_cache", None), ("_hint", hint), ("constant", None),
+                    ("fx_node", False)]:
+                return False
+        return True
+    except Exception:  # noqa: BLE001 - torch's class changed: its constructor serves
+        return False
 
 
 def _tracing() -> bool:
     """A proxy mode is tracing (torch records the operation as a graph node) or torch's
     structured trace is on (it logs each expression made)."""
-    if torch._logging._internal.GET_DTRACE_STRUCTURED:
+    if _LOGGING.GET_DTRACE_STRUCTURED or _DISPATCH_MODE(_PROXY) is not None:
         return True
-    return _PRE_DISPATCH_MODE(_PROXY) is not None or _DISPATCH_MODE(_PROXY) is not None
+    # (torch's ``_get_dispatch_mode_pre_dispatch(PROXY)``: the pre-dispatch mode stack's
+    # slot 0, read without its two Python calls where the stack is a module global)
+    stack = getattr(_OPS_MODULE, "_mode_stack_state_for_pre_dispatch", None)
+    if stack is None or not hasattr(stack, "get"):
+        return _PRE_DISPATCH_MODE(_PROXY) is not None
+    return stack.get(0) is not None
 
 
+_LOGGING = torch._logging._internal
+_OPS_MODULE = torch._ops
 _PROXY = torch._C._TorchDispatchModeKey.PROXY
 _PRE_DISPATCH_MODE = torch._ops._get_dispatch_mode_pre_dispatch
 _DISPATCH_MODE = torch._C._get_dispatch_mode

@@ -33,7 +33,7 @@ from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.construct import (allowed_builtins, config_set, exported_program,
                                          provenance, training_verifier)
 from safetrace.interop.contract import ContractEmitter, shared_custom_meta
-from safetrace.interop.fakes import FakeBuilder, builds, detached
+from safetrace.interop.fakes import KNOWN, FakeBuilder, builds, detached
 from safetrace.interop.modes import conversion_mode, entered, outside_modes
 from safetrace.interop.subclass_values import rebuild_call
 from safetrace.interop.state import alias_inputs, program_state, torch_target
@@ -53,7 +53,7 @@ from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_und
 from safetrace.interop.lazy import fx_config, graph_signature, python_dispatch
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
-from safetrace.trace.graph import add_node, add_placeholder, target_name
+from safetrace.trace.graph import add_node, add_placeholder, add_placeholders, target_name
 from safetrace.trace.session import gc_paused
 from safetrace.trace.subclasses import rebuild
 
@@ -105,7 +105,7 @@ class _Converter:
         ExportGraphSignature = graph_signature().ExportGraphSignature
 
         ep = self.ep
-        ours, ordered, calls, self.stacks, env = _plan(ep)
+        ours, ordered, calls, self.stacks, env, self.built = _plan(ep)
         self.fakes = FakeBuilder(self)
         self.state_fakes = self.fakes.statics(
             {s.name: self._state_value(s) for s in ordered if s.kind != "user_input"})
@@ -120,8 +120,13 @@ class _Converter:
                 enable_python_dispatcher(), torch.set_grad_enabled(torch.is_grad_enabled()):
             inputs = []
             aliased = vars(ep).get("state_aliases")
-            for s in ordered:  # (a state's other paths, each a placeholder of its own)
-                inputs.append(self._placeholder(s, ours[s.name]))
+            # (the placeholders made in one run, their names kept per program's list:
+            # trace/graph.py's add_placeholders; a state's other paths interleave theirs)
+            made = None if aliased else add_placeholders(
+                self.graph, [ours[s.name].name for s in ordered])
+            for k, s in enumerate(ordered):  # (a state's other paths: placeholders too)
+                inputs.append(self._placeholder(s, ours[s.name],
+                                                made[k] if made is not None else None))
                 if aliased:
                     inputs += alias_inputs(self, s, inputs[-1])
             first = len(self.shape_env.guards)
@@ -196,10 +201,12 @@ class _Converter:
         return backed_symint(self.shape_env, hint, where, vr)
 
     # -- placeholders ------------------------------------------------------------------------
-    def _placeholder(self, spec: Any, node: torch.fx.Node) -> Any:
+    def _placeholder(self, spec: Any, node: torch.fx.Node,
+                     new: torch.fx.Node | None = None) -> Any:
         gs = graph_signature()
         InputKind, InputSpec, TensorArgument = gs.InputKind, gs.InputSpec, gs.TensorArgument
-        new = add_placeholder(self.graph, node.name)
+        if new is None:
+            new = add_placeholder(self.graph, node.name)
         if "stack_trace" in node.meta:
             new.meta["stack_trace"] = node.meta["stack_trace"]
         self.env[node] = new
@@ -343,8 +350,15 @@ class _Converter:
         self.env[node], self.current, ours = new, node, node.meta.get("val")
         mask = shared_rows(self, target, args, node) if target in MASK_OPS and \
             not self.verify else None
-        if (not self.verify and builds(target, ours, self.fakes)) or (node.meta.get(
-                "st_fake_inferred") and (self.fakes.known(ours) or self.fakes.born(ours))):
+        fast = False
+        if not self.verify:
+            # (a node whose sizes all had torch symbols in an earlier conversion of this
+            # program has them here too: each conversion makes the same in the same order)
+            fast = node in self.built or builds(target, ours, self.fakes)
+            if fast is KNOWN:
+                self.built.add(node)
+        if fast or (node.meta.get("st_fake_inferred") and (
+                self.fakes.known(ours) or self.fakes.born(ours))):
             # (st_fake_inferred: trace/draft.py's, for an op torch has no fake of)
             new.meta["val"] = val = self.fakes.value(target, args, kwargs, ours)
             if self.shape_env.pending_fresh_unbacked_symbols:  # sizes from data
@@ -521,7 +535,10 @@ def _plan(ep: Any) -> tuple:
     order = {"parameter": 0, "buffer": 1, "constant": 2, "user_input": 3}
     ordered = sorted(ep.graph_signature.input_specs, key=lambda s: order[s.kind])
     calls = [n for n in ep.graph.nodes if n.op == "call_function"]
-    plan = (ours, ordered, calls, dict(zip(calls, fill_stacks(calls))), _symbolic_env(ep))
+    # (the last: the call nodes whose values a conversion made from ours with every size
+    # known to torch already, ``fakes.builds``' KNOWN; filled by the conversions)
+    plan = (ours, ordered, calls, dict(zip(calls, fill_stacks(calls))), _symbolic_env(ep),
+            set())
     ep.__dict__["_st_convert_plan"] = (key, plan)
     return plan
 

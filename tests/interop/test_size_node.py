@@ -50,11 +50,14 @@ def test_size_nodes_answer_as_torchs_symnode(monkeypatch):
     ep.to_torch()  # (torch's path the first time for each operation, then the direct one)
     tep = ep.to_torch()
     nodes = _size_nodes(tep)
-    ours = [n for n in nodes if type(n) is SizeNode]
+    ours = [n for n in nodes if isinstance(n, SizeNode)]
     compound = [n for n in ours if not n._expr.is_symbol]
     assert ours and compound  # (the spatial sizes: floor divisions of the input's)
     for n in nodes:
         assert (n.expr, n.maybe_as_int()) == _torchs(n)
+        # (an int's node answers its type tests from the class: torch's answers)
+        assert (n.is_int(), n.is_float(), n.is_bool()) == (
+            SymNode.is_int(n), SymNode.is_float(n), SymNode.is_bool(n))
     # a replacement made later (a guard pins the height to 16): torch's own code answers
     h = next(s for s in tep.graph.find_nodes(op="placeholder")[-1].meta["val"].shape[2:3])
     assert bool(h == 16)
