@@ -535,7 +535,7 @@ def check_state_program(program, ydesc, spec, rng, stats, calls=CALLS, roundtrip
             if type(e).__name__ == "WrongLayout":
                 c["layout_rejected"] += 1   # (by design: the program asked for a layout)
             elif eager_err is None and spec_admits(spec, args, program):
-                why = by_design(ep, spec, [tuple(a.shape) for a in args], error_text(e))
+                why = by_design(ep, spec, [tuple(a.shape) for a in args], error_text(e, None))
                 if why:
                     c[why] += 1
                     _resync(eager, _buffers(module))
