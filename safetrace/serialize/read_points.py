@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from safetrace.errors.load import bad_file
 from safetrace.symbolic import eq, ge, le
 from safetrace.symbolic.expr import const, sym
 from safetrace.symbolic.ranges import INF, Range
@@ -60,14 +61,19 @@ def settle(env: Any, spans: dict) -> dict:
     for name, value in getattr(env, _POINTS, {}).items():
         span = spans.get(name)
         if span is None or (span.lo == value and span.hi == value):
-            env.add_fact(eq(sym(name), const(value)))
-            continue
-        lo, hi = min(span.lo, value), max(span.hi, value)
-        if lo > -INF:
-            env.add_fact(ge(sym(name), const(int(lo))))
-        if hi < INF:
-            env.add_fact(le(sym(name), const(int(hi))))
-        out[name] = (int(lo) if lo > -INF else None, int(hi) if hi < INF else None)
+            facts = [eq(sym(name), const(value))]
+        else:
+            lo, hi = min(span.lo, value), max(span.hi, value)
+            facts = [f for f in (ge(sym(name), const(int(lo))) if lo > -INF else None,
+                                 le(sym(name), const(int(hi))) if hi < INF else None)
+                     if f is not None]
+            out[name] = (int(lo) if lo > -INF else None, int(hi) if hi < INF else None)
+        for fact in facts:
+            try:
+                env.add_fact(fact)
+            except Exception:  # noqa: BLE001 - one the file's other facts refute
+                raise bad_file("symbols", f"symbol {name}: its declared value {value} "
+                                          "contradicts what the file says of it") from None
     if hasattr(env, _POINTS):
         delattr(env, _POINTS)
     return out

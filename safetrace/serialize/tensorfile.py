@@ -232,16 +232,13 @@ def read_stream(f: Any, budgets: Budgets, where: str) -> Container:
     left = _stream_left(f)
     head = b""
     while len(head) < 8:
-        piece = f.read(8 - len(head))
-        _binary(piece)
+        piece = _read(f, 8 - len(head))
         if not piece:
             _start(head, lambda: b"", where)  # (a stream of under 8 bytes)
         head += piece
-    brace = f.read(1)  # (the header's first byte: "{" in every safetensors file)
-    _binary(brace)
+    brace = _read(f, 1)  # (the header's first byte: "{" in every safetensors file)
     if sniff.is_zip(head) or brace != b"{":
-        more = f.read(sniff.HEAD_BYTES - 9) if brace else b""
-        _binary(more)
+        more = _read(f, sniff.HEAD_BYTES - 9) if brace else b""
         _start(head + brace + more, lambda: b"", where)
     limit = budgets.max_file_bytes if left is None else min(left, budgets.max_file_bytes)
     n = _header_length(head, limit, budgets, where)
@@ -268,9 +265,8 @@ def read_stream(f: Any, budgets: Budgets, where: str) -> Container:
             t = torch.empty(end - begin, dtype=torch.uint8)
             _readinto(f, _memory_of(t), where)
         tensors[name] = t
-    extra = f.read(1)
+    extra = _read(f, 1)
     if extra:
-        _binary(extra)
         raise bad_file(where, "trailing bytes after the last tensor")
     return Container(metadata, header, spans, tensors=tensors)
 
@@ -332,14 +328,34 @@ def _readinto(f: Any, view: memoryview, where: str) -> None:
         if got is None and readinto is not None:
             raise bad_file(None, "the file object would block (a non-blocking stream): give "
                                  "st.load a blocking file")
+        if readinto is not None and (type(got) is not int or not
+                                     0 <= got <= min(view.nbytes - done, _STREAM_PIECE)):
+            raise _lied(f"readinto() of {min(view.nbytes - done, _STREAM_PIECE)} bytes", got)
         if readinto is None:
-            piece = f.read(min(view.nbytes - done, _STREAM_PIECE))
-            _binary(piece)
+            piece = _read(f, min(view.nbytes - done, _STREAM_PIECE))
             got = len(piece)
             view[done:done + got] = piece
         if not got:
             raise truncated(where, "truncated: the file object ended inside the tensor data")
         done += got
+
+
+def _read(f: Any, n: int) -> bytes:
+    """``f.read(n)``: bytes, at most ``n`` of them (a file object that returns more would
+    shift what the loader reads where, or run its count of what is left below zero)."""
+    piece = f.read(n)
+    _binary(piece)
+    size = memoryview(piece).nbytes  # (a memoryview of wider items: its bytes)
+    if size > n:
+        raise _lied(f"read({n})", f"{size} bytes")
+    return piece if isinstance(piece, bytes) else bytes(memoryview(piece).cast("B"))
+
+
+def _lied(call: str, got: Any) -> Exception:
+    return bad_file(None, f"the file object's {call} returned {str(got)[:40]}: a binary file "
+                          "object gives at most the bytes asked for",
+                    "give st.load the file's path, its bytes, or a file object of the io "
+                    "module (open(path, 'rb'), io.BytesIO)")
 
 
 def _binary(piece: Any) -> None:
@@ -350,7 +366,7 @@ def _binary(piece: Any) -> None:
 def _read_exactly(f: Any, n: int, where: str, what: str = "header") -> bytes:
     chunks, left = [], n
     while left:
-        piece = f.read(min(left, 1 << 24))
+        piece = _read(f, min(left, 1 << 24))
         if not piece:
             if n == 8 and left == n:
                 raise truncated(where, "truncated (no header length)")
