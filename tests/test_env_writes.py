@@ -38,9 +38,12 @@ KNOWN = {
     ("serialize/scratch.py", "case_decisions"): "the loader's env: shares no state names",
     ("serialize/scratch.py", "positive_factors"): "the loader's env: shares no state names",
     ("serialize/scratch.py", "shares_state_names"): "turns naming off for the loader's env",
+    ("exporter/eager_raises.py", "shares_state_names"): "turns naming off for a new env "
+                                                        "that proves a condition fails on "
+                                                        "an interval (no trace reads it)",
     ("exporter/sides.py", "shares_state_names"): "turns naming off for a new env that proves "
                                                  "one implication (no trace reads it)",
-    ("interop/decompose.py", "shares_state_names"): "turns naming off for a new env that "
+    ("interop/implication.py", "shares_state_names"): "turns naming off for a new env that "
                                                     "proves a retrace's condition implied "
                                                     "(no trace reads it)",
     ("interop/unbacked.py", "pending_fresh_unbacked_symbols"): "torch's ShapeEnv, not ours",

@@ -158,7 +158,7 @@ def refuting(env: Env, contract: Contract, cond: Any, named: list[str],
             continue
 
 
-def fails_in_eager(env: Env, cond: Any, root: str, lo: int, hi: float) -> bool:
+def fails_in_eager(traced: Env, cond: Any, root: str, lo: int, hi: float) -> bool:
     """Whether the condition `cond` of one named Dim's symbol `root` fails for every size
     in ``[lo, hi]`` and eager raises at each of them: every guard it comes from is an op's
     requirement there (``x + table[:n]`` with a table of 63 rows: the broadcast of `n` with
@@ -166,20 +166,20 @@ def fails_in_eager(env: Env, cond: Any, root: str, lo: int, hi: float) -> bool:
     on the interval (its bounds), not sampled."""
     if cond.free_symbols != {root} or lo > hi:
         return False
-    checks = {id(f) for f in env.facts}
-    sources = [g for g in env.guards + env.facts + _required(env)
-               if substitute(g.cond, env.subst.get) == cond]
+    checks = {id(f) for f in traced.facts}
+    sources = [g for g in traced.guards + traced.facts + _required(traced)
+               if substitute(g.cond, traced.subst.get) == cond]
     if not sources:
         return False
-    side = Env()
-    side.shares_state_names = False
-    side.new_backed(int(lo), int(lo), None if hi == float("inf") else int(hi), name=root)
-    if side.decide(cond) is not False:
+    env = Env()
+    env.shares_state_names = False  # (a new env proving one interval: no trace reads it)
+    env.new_backed(int(lo), int(lo), None if hi == float("inf") else int(hi), name=root)
+    if env.decide(cond) is not False:
         return False
     for g in sources:
         if g.precondition or id(g) in checks:
             continue
         least = getattr(g, "required_from", 0)
-        if not least or cond.op != "eq" or any(side.bounds(a).lo < least for a in cond.args):
+        if not least or cond.op != "eq" or any(env.bounds(a).lo < least for a in cond.args):
             return False
     return True
