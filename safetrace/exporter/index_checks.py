@@ -34,6 +34,9 @@ aten = torch.ops.aten
 def check_indices_first(ep: Any) -> Any:
     """`ep` with the index checks of its state writes asserted before the first write."""
     graph = ep.graph
+    relations = index_relations(graph)
+    if not relations:  # (most programs: no walk of every node's schema)
+        return ep
     order = {n: i for i, n in enumerate(graph.nodes)}
     memory = _Memory(graph)
     first = next((w for w, t in memory.written if memory.root(t).op == "placeholder"), None)
@@ -41,7 +44,7 @@ def check_indices_first(ep: Any) -> Any:
         return ep
     lows = {s.name: s.lo for s in ep.contract.symbols}
     added: set = set()
-    for _, most, node, what in index_relations(graph):
+    for _, most, node, what in relations:
         if order[node] <= order[first]:
             continue
         found = _arange_plus(_index_of(node))
