@@ -31,9 +31,8 @@ def exported_program(*, validate: bool, guards: bool = True, **fields: Any) -> A
     """``ExportedProgram(**fields)`` with a lazily compiled graph module, validated by its
     verifiers if `validate`; `guards`: False where the graph's ShapeEnv holds no guard
     (torch's guard code is then empty: not made by scanning every node for the mode)."""
-    from torch.export import ExportedProgram
-
     cls = _unchecked()
+    ExportedProgram = cls.__mro__[1]  # (torch's class: `_unchecked`'s base, imported once)
     init = _constructor(ExportedProgram.__init__, guards)
     if init is None:  # (not a plain function: torch's constructor, its graph module eager)
         tep = cls(**fields)

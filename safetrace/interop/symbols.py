@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import hashlib
 import logging
 import os
 from typing import Any
@@ -53,8 +54,7 @@ def _direct(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
     if hint < 0 or not _within(vr, hint):  # (torch's path says why)
         return _torch(shape_env, hint, where, vr)
     source = ConstantSource(where)
-    expr = make_symbol(SymT.SIZE, shape_env._generate_unique_id(source.name), positive=True,
-                       integer=True)
+    expr = _size_symbol(shape_env, source.name)
     shape_env.source_to_var[source.name] = expr
     shape_env.backed_var_to_val[expr] = sympy.Integer(hint)
     shape_env.var_to_sources[expr] = [source]
@@ -64,6 +64,45 @@ def _direct(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
     shape_env.counter["create_symbol"] += 1
     shape_env.symbol_guard_counter[expr] = 0
     return torch.SymInt(IntSizeNode(expr, shape_env, int, hint))
+
+
+def _size_symbol(shape_env: Any, name: str) -> Any:
+    """``make_symbol(SymT.SIZE, shape_env._generate_unique_id(name), positive=True,
+    integer=True)``: torch's id (the first free number from the name's sha256 modulo 100)
+    with the hash made once per name, and sympy's symbol once per number (sympy returns
+    its cached object for the same name and assumptions: the same symbol), where the
+    ShapeEnv's method is the one this copies (`_same_as_torch` compares the two paths'
+    states, symbol names included, once per process)."""
+    if type(shape_env)._generate_unique_id is not _torch_unique():
+        _, _, _, _, _, SymT, make_symbol = parts()
+        return make_symbol(SymT.SIZE, shape_env._generate_unique_id(name), positive=True,
+                           integer=True)
+    attempt = _FIRST_IDS.get(name)
+    if attempt is None:
+        if len(_FIRST_IDS) > 10_000:
+            _FIRST_IDS.clear()
+        attempt = _FIRST_IDS[name] = int(hashlib.sha256(name.encode()).hexdigest(), 16) % 100
+    ids = shape_env.unique_ids
+    while attempt in ids:
+        attempt += 1
+    ids.add(attempt)
+    expr = _SIZE_SYMBOLS.get(attempt)
+    if expr is None:
+        _, _, _, _, _, SymT, make_symbol = parts()
+        expr = _SIZE_SYMBOLS[attempt] = make_symbol(SymT.SIZE, attempt, positive=True,
+                                                    integer=True)
+    return expr
+
+
+_FIRST_IDS: dict[str, int] = {}      # a source name -> its sha256 modulo 100
+_SIZE_SYMBOLS: dict[int, Any] = {}   # a number -> sympy's size symbol of it (s<number>)
+
+
+@functools.cache
+def _torch_unique() -> Any:
+    """torch's ``ShapeEnv._generate_unique_id`` as this process loaded it (the method
+    `_size_symbol` copies; a class patched later, or a subclass's own, is called)."""
+    return symbolic_shapes().ShapeEnv._generate_unique_id
 
 
 @functools.cache
@@ -98,8 +137,20 @@ def quiet(shape_env: Any) -> bool:
     """Whether nothing but the ShapeEnv's state would see torch's path: no translation
     validation, no event recording, no listener of the dynamic-shape log."""
     return not (shape_env._translation_validation_enabled or shape_env.should_record_events
-                or symbolic_shapes().log.isEnabledFor(logging.INFO)
-                or os.environ.get("TORCH_TRACE"))
+                or symbolic_shapes().log.isEnabledFor(logging.INFO) or _torch_trace())
+
+
+_TRACE_KEY = os.fsencode("TORCH_TRACE") if os.name == "posix" else None
+
+
+def _torch_trace() -> bool:
+    """``TORCH_TRACE`` set (non-empty), read from ``os.environ``'s own table where it keeps
+    one (POSIX: encoded keys and values, what its writes update), without
+    ``Mapping.get``'s Python calls."""
+    data = getattr(os.environ, "_data", None)
+    if _TRACE_KEY is not None and type(data) is dict:
+        return bool(data.get(_TRACE_KEY))
+    return bool(os.environ.get("TORCH_TRACE"))
 
 
 @functools.cache

@@ -412,7 +412,9 @@ def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypa
     fast = state(ep.to_torch())
     # (the fast paths ran)
     assert symbols._same_as_torch() and construct._fast_sources() and symops._fast_ok() \
-        and fakes.own_views(2) and modes._same_as_torch() and symbols._env_plan() and \
+        and symops._direct_ok() \
+        and fakes.own_views(2) and fakes.own_views(4) and modes._same_as_torch() and \
+        symbols._env_plan() and \
         modes._fields_ok(modes._parts()[0].__init__) and fakes._CPU_STATES and \
         unbacked._unbacked_same_as_torch() and unbacked._bindings_same_as_torch()
     fast_mode = _mode_fields(ep.to_torch())
