@@ -295,6 +295,8 @@ class Exporter:
                                if s.kind.startswith("size test") and s.asserted)
         # a relation checked at run time that refuses sizes 0 or 1 eager computes at
         ep.small_sides = [] if problems else small_sides(self.env, contract, self.dyn)
+        if ep.small_sides:  # (the next candidates, where a split at the first fails)
+            ep.small_more = functools.partial(small_sides, self.env, contract, self.dyn)
         ep.relation_sides = [] if problems else relation_sides(
             self.env, contract, self.dyn)  # (any other relation: relation_splits.py)
         return ep

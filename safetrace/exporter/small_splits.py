@@ -30,6 +30,7 @@ import itertools
 from typing import Any, Callable
 
 from safetrace.errors import DeclaredSpaceViolation
+from safetrace.exporter.branches import Unsplittable
 from safetrace.exporter.contract import Contract
 from safetrace.exporter.declared_ranges import declared_range
 from safetrace.exporter.eager_raises import ASSUMED_MIN, refuting, requirements_only
@@ -40,16 +41,18 @@ from safetrace.symbolic import Env
 _POINTS = 256  # sizes breaking one condition looked at for a small size eager computes at
 
 
-def small_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
+def small_sides(env: Env, contract: Contract, dyn: Any, skip: frozenset = frozenset()
+                ) -> list[tuple]:
     """The split to try, as ``DynamicDims.narrowed`` lists a narrowing (Dim name, the
     point's size twice, the Dim's range traced, the point as hint, False) with the
     overrides its sides start from (``DynamicDims.relations``), for the first
     residual relation between named Dims that some size in their ranges breaks with a
     named Dim below ``ASSUMED_MIN`` where every failing check is not a requirement (eager
-    runs there); [] when none.  (`dyn`: the export's ``DynamicDims``.)"""
+    runs there); [] when none.  (`dyn`: the export's ``DynamicDims``; `skip`: conditions,
+    as text, and (Dim name, size) points whose split was tried and failed.)"""
     deferred = {p.key[0] for p in dyn.deferred}  # (checked_below_two's run-time checks)
     for c in contract.conditions:
-        if declared_range(c.origin) or str(c.cond) in deferred:
+        if declared_range(c.origin) or str(c.cond) in deferred or str(c.cond) in skip:
             continue  # (a declared range: sizes outside it are not the spec's)
         named = sorted(s for s in c.cond.free_symbols if s in dyn.dim_names and
                        contract.symbol(s) is not None and contract.symbol(s).backed)
@@ -67,7 +70,7 @@ def small_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
             name = dyn.dim_names[first]
             dim = dyn.roots[name][0]  # (the Dim, or a split side's range)
             v = point[first]
-            if dim.min < dim.max:
+            if dim.min < dim.max and (name, v) not in skip:
                 return [((name, v, v, dim.min, dim.max, v, False), dyn.relations(), c)]
     return []
 
@@ -76,17 +79,45 @@ def split_small_sizes(run: Callable, ep: ExportedProgram, max_splits: int,
                       explore: Callable, combine: Callable) -> ExportedProgram:
     """`ep`, or one program for it with its ``small_sides`` traced apart (`explore` and
     `combine`: ``splits.py``'s, `run` as there); `ep` where any step fails."""
-    first = getattr(ep, "small_sides", ())
-    if not first or max_splits <= 0:
+    if not getattr(ep, "small_sides", ()) or max_splits <= 0:
         return ep
     sides: list = []
     try:
-        narrowing, start, c = first[0]
-        explore(run, start, narrowing, sides, [0, max_splits, None, False, True])
+        c = explore_small(run, ep, {}, explore, sides, [0, max_splits, None, False, True])
         out = combine(sides)
         return headed(out, header("size", c.cond, where_of(c.origin), out.dim_names))
     except Exception:  # noqa: BLE001 - the program as it was: its check refuses those sizes
         return ep
+
+
+_TRIES = 3  # small splits tried per program (or side) before its run-time checks stay
+
+
+def explore_small(run: Callable, ep: ExportedProgram, base: dict, explore: Callable,
+                  sides: list, budget: list) -> Any:
+    """Trace `ep`'s first ``small_sides`` split into `sides` (from the overrides `base`);
+    where that fails (a side eager raises on for some data: ``amax(0)`` in a torch.cond
+    branch at a size 0, which another condition's split at 0 does not need), the next
+    condition's or point's, up to ``_TRIES``.  Gives the condition split on; raises the
+    last failure where none is traced."""
+    found, skip = ep.small_sides, frozenset()
+    for _ in range(_TRIES):
+        narrowing, start, c = found[0]
+        kept, used = len(sides), budget[0]
+        try:
+            explore(run, {**base, **start}, narrowing, sides, budget)
+            return c
+        except Exception as why:  # noqa: BLE001 - another split, or the failure
+            if getattr(why, "kind", "") == "too-many-splits":
+                raise
+            del sides[kept:]
+            budget[0] = used
+            skip = skip | {str(c.cond), narrowing[:2]}
+            more = getattr(ep, "small_more", None)
+            found = more(skip) if more is not None else []
+            if not found:
+                raise
+    raise Unsplittable("no small split traced")
 
 
 def checked_below_two(export: Callable[[bool | frozenset], ExportedProgram],

@@ -39,7 +39,7 @@ from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter.relation_splits import split_refused, split_relation
 from safetrace.exporter.sides import CHECKED, SPECIAL
 from safetrace.exporter.size_tests import same_either_way, widen_unbacked
-from safetrace.exporter.small_splits import split_small_sizes
+from safetrace.exporter.small_splits import explore_small, split_small_sizes
 from safetrace.exporter.split_report import header, headed, nested, where_of
 from safetrace.symbolic import make_bool, make_int
 from safetrace.symbolic.canon import and_, eq, ge, le, not_, or_
@@ -147,9 +147,12 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
         ep = same_either_way(run, side, ep, budget[1])
         ep = split_relation(lambda more, side=side: run({**side, **more}), ep, budget[1])
         if len(budget) > 4 and getattr(ep, "small_sides", ()):  # (small_splits.py's: nested)
-            narrowing, start = ep.small_sides[0][:2]
-            _explore(run, {**side, **start}, narrowing, sides, budget)
-            continue
+            try:
+                explore_small(run, ep, side, _explore, sides, budget)
+                continue
+            except Exception as why:  # noqa: BLE001 - the side with its run-time checks
+                if getattr(why, "kind", "") == "too-many-splits":
+                    raise
         sides.append(Side(_region(side), ep))
 
 

@@ -188,6 +188,8 @@ for _name, _value in {"__safetrace_int__": sym_int, "__safetrace_float__": sym_f
                       "__safetrace_type__": sym_type,
                       "__safetrace_math__": _ROUTED_MATH, **ROUTED}.items():
     setattr(builtins, _name, _value)
+# ``import math`` inside a user's function imports this name (``rewrite``): the routed module
+sys.modules.setdefault("__safetrace_math__", _ROUTED_MATH)
 
 
 def code_patches(model: Any, fn: Any, walk: list | None = None) -> list[tuple[Any, str, Any]]:

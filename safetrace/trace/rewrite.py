@@ -1,7 +1,9 @@
 """The rewrite of the user's code for an export: each direct call of ``int``, ``float``,
 ``min``, ``max``, ``len``, ``print``, ``isinstance``, ``type`` and each load of the global
 ``math`` redirected to ``__safetrace_int__`` ... (``trace/pycalls.py`` says why and what
-those do).  Only the operand of a ``LOAD_GLOBAL`` changes (same length, same line table).
+those do), and each absolute ``import math`` in a function to ``import __safetrace_math__``
+(the routed module, in ``sys.modules``).  Only the operand of a ``LOAD_GLOBAL`` or
+``IMPORT_NAME`` changes (same length, same line table).
 Also: which code is the user's (not torch's, safetrace's or the standard library's), the
 names a code object may load, and a rewritten code's original."""
 
@@ -25,6 +27,8 @@ MODULE_NAMES = {"math"}  # a module name: ``math.sqrt(n)`` loads it without a ca
 SUPPORTED = sys.implementation.name == "cpython" and (3, 11) <= sys.version_info[:2] <= (3, 13)
 _LOAD_GLOBAL = dis.opmap.get("LOAD_GLOBAL")
 _EXTENDED_ARG = dis.opmap.get("EXTENDED_ARG")
+_IMPORT_NAME = dis.opmap.get("IMPORT_NAME")
+_LOAD_CONST = dis.opmap.get("LOAD_CONST")
 _SKIP_DIRS = tuple(os.path.realpath(p) + os.sep for p in {
     os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)),
     sysconfig.get_paths()["stdlib"]})
@@ -57,17 +61,29 @@ def rewrite(code: types.CodeType) -> types.CodeType:
     wanted = {i: n for i, n in enumerate(names) if n in NAMES}
     if wanted:
         new_index: dict[int, int] = {}
+        before: list = []  # the instructions so far (an import's level is two back)
         for ins in dis.get_instructions(code):
-            if ins.opcode != _LOAD_GLOBAL or ins.arg is None:
+            if ins.opcode != _EXTENDED_ARG:
+                before.append(ins)
+            if ins.arg is None or ins.opcode != _LOAD_GLOBAL and ins.opcode != _IMPORT_NAME:
                 continue
-            old = ins.arg >> 1
-            # a called builtin pushes NULL first (the low bit); a module is loaded plainly
-            if old not in wanted or not ins.arg & 1 and wanted[old] not in MODULE_NAMES:
-                continue
+            if ins.opcode == _IMPORT_NAME:
+                # ``import math`` in a function (a local name, not the global): an
+                # absolute import (level 0) imports the routed module instead
+                old = ins.arg
+                if old not in wanted or wanted[old] not in MODULE_NAMES or \
+                        not _absolute_import(before):
+                    continue
+            else:
+                old = ins.arg >> 1
+                # a called builtin pushes NULL first (the low bit); a module is loaded plainly
+                if old not in wanted or not ins.arg & 1 and wanted[old] not in MODULE_NAMES:
+                    continue
             if old not in new_index:
                 new_index[old] = len(names)
                 names.append(NAMES[wanted[old]])
-            arg = (new_index[old] << 1) | (ins.arg & 1)
+            arg = new_index[old] if ins.opcode == _IMPORT_NAME else \
+                (new_index[old] << 1) | (ins.arg & 1)
             at = ins.offset
             extended = at >= 2 and raw[at - 2] == _EXTENDED_ARG
             if arg > 0xFF and not (extended and arg <= 0xFFFF) or (at >= 4 and extended and
@@ -85,6 +101,13 @@ def rewrite(code: types.CodeType) -> types.CodeType:
         _REWRITTEN.clear()
     _REWRITTEN[id(code)] = (code, out)
     return out
+
+
+def _absolute_import(before: list) -> bool:
+    """Is the ``IMPORT_NAME`` last in `before` an absolute import (its level, pushed two
+    instructions back, the constant 0)?  ``from .math import x`` is the user's own module."""
+    return len(before) >= 3 and before[-3].opcode == _LOAD_CONST and \
+        type(before[-3].argval) is int and before[-3].argval == 0
 
 
 def code_names(code: types.CodeType) -> tuple[str, ...]:

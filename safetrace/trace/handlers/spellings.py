@@ -97,12 +97,44 @@ def chunk(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
 def tensor_split(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``tensor_split(x, k, dim)`` with a count `k` computed from sizes: lazily counted
     pieces (a tuple's length would pin `k`); any other form is the op's own."""
-    k = args[1] if len(args) > 1 else kwargs.get("sections", kwargs.get("indices_or_sections"))
+    k = args[1] if len(args) > 1 else kwargs.get("sections", kwargs.get(
+        "indices_or_sections", kwargs.get("tensor_indices_or_sections")))
     dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+    if isinstance(k, torch.Tensor) and args and isinstance(args[0], Proxy):
+        return _tensor_count(tr, args[0], k, dim)
     if not isinstance(k, SymInt):
         return tr.redispatch(func, args, kwargs, handlers=False)
     return _lazy(tr, args[0], dim, "tensor_split", k,
                  lambda: tr.redispatch(func, args, kwargs, handlers=False))
+
+
+# a dtype's name in ATen's messages (torch.int32 -> "Int"), as eager's tensor_split gives it
+_SCALAR_NAMES = {d: torch.empty(0, dtype=d).type()[len("torch."):-len("Tensor")] for d in (
+    torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.float16,
+    torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128)}
+
+
+def _tensor_count(tr: Recorder, x: Any, k: torch.Tensor, dim: Any) -> Any:
+    """``x.tensor_split(t, dim)`` with a tensor `t`, as eager reads it: a 0-d int64 `t` is
+    ``int(t)`` sections, a 1-d one the indices ``t.tolist()`` (its known values, or a
+    DataRead naming the line where `t` is data); eager's own errors otherwise."""
+    if k.device.type != "cpu":
+        raise RuntimeError("tensor_split expected tensor_indices_or_sections to be on cpu, "
+                           f"but it's on {k.device}")
+    if k.dtype != torch.long:
+        raise RuntimeError("tensor_split expected tensor_indices_or_sections to have dtype "
+                           f"of long, but got {_SCALAR_NAMES.get(k.dtype, k.dtype)}")
+    if k.dim() > 1:
+        raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
+                           "zero-dimensional or one-dimensional tensor, but got a tensor "
+                           f"with {k.dim()} dims")
+    if k.dim() == 0:
+        out = tr.redispatch(torch.Tensor.tensor_split,
+                            (x, tr.redispatch(torch.Tensor.__int__, (k,), {}), dim), {})
+    else:
+        indices = tr.redispatch(torch.Tensor.tolist, (k,), {})
+        out = tr.redispatch(torch.Tensor.tensor_split, (x, list(indices), dim), {})
+    return tuple(out) if isinstance(out, list) else out  # (eager's is a tuple)
 
 
 @handles(F.affine_grid)
