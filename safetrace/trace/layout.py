@@ -426,7 +426,8 @@ def replayed_view(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> bool | 
         new = list(other.st_meta.shape if type(other) is Proxy else other.shape)
     if splits_only(tuple(x.st_meta.shape), new):
         return True
-    contiguous_view(tr, x, new)
+    if tr.layout_queried is None:
+        _caught_view(tr, x)
     return False
 
 
@@ -437,9 +438,13 @@ def contiguous_view(tr: Recorder, x: Proxy, new: Any) -> None:
     follows from must have the traced layout (``layout_queried``: the input checks require
     contiguous inputs).  A view that only splits dims fits any strides (memo.py replays
     this check: the ``try`` is not in the key)."""
-    if tr.layout_queried is None and not splits_only(tuple(x.st_meta.shape), new) and \
-            program_catches() and from_inputs(x.st_node):
-        tr.layout_queried = stack_trace(4)
+    if tr.layout_queried is None and not splits_only(tuple(x.st_meta.shape), new):
+        _caught_view(tr, x)
+
+
+def _caught_view(tr: Recorder, x: Proxy) -> None:
+    if program_catches() and from_inputs(x.st_node):
+        tr.layout_queried = stack_trace(5)
 
 
 def contiguous_view_dtype(tr: Recorder, x: Proxy) -> None:
