@@ -405,30 +405,27 @@ def view_sizes(func: Any, args: tuple, kwargs: dict) -> list | None:
     return list(sizes)
 
 
-def replayed_view(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> bool | None:
-    """A replayed view of a tensor known contiguous: True when it fits any strides (it
-    only splits dims, or keeps the element size), else run its check (in a ``try``, it
-    makes the program depend on its inputs' layout) and answer False; None for a form
-    not read here."""
+UNREAD = "unread"  # (view_check: a form it does not read)
+
+
+def view_check(func: Any, args: tuple, kwargs: dict) -> Any:
+    """The check a replayed view of a tensor known contiguous runs (a function of the memo
+    key, memo.py keeps it): None when the view fits any strides (it only splits dims, or
+    keeps the element size); ``caught_view`` for one by sizes, ``contiguous_view_dtype``
+    for one to another element size (inside a ``try`` they make the program depend on its
+    inputs' layout); ``UNREAD`` for a form not read here."""
     x = args[0]
     new = view_sizes(func, args, kwargs)
     if new is None:
         other = args[1] if len(args) == 2 and not kwargs else None
         if isinstance(other, torch.dtype):
             if other.itemsize == x.st_meta.dtype.itemsize or not x.st_meta.shape:
-                return True
-            if x.st_contig is not True:
                 return None
-            contiguous_view_dtype(tr, x)
-            return False
+            return contiguous_view_dtype if x.st_contig is True else UNREAD
         if func is not torch.Tensor.view_as or not isinstance(other, torch.Tensor):
-            return None
+            return UNREAD
         new = list(other.st_meta.shape if type(other) is Proxy else other.shape)
-    if splits_only(tuple(x.st_meta.shape), new):
-        return True
-    if tr.layout_queried is None:
-        _caught_view(tr, x)
-    return False
+    return None if splits_only(tuple(x.st_meta.shape), new) else caught_view
 
 
 def contiguous_view(tr: Recorder, x: Proxy, new: Any) -> None:
@@ -439,12 +436,14 @@ def contiguous_view(tr: Recorder, x: Proxy, new: Any) -> None:
     contiguous inputs).  A view that only splits dims fits any strides (memo.py replays
     this check: the ``try`` is not in the key)."""
     if tr.layout_queried is None and not splits_only(tuple(x.st_meta.shape), new):
-        _caught_view(tr, x)
+        caught_view(tr, x)
 
 
-def _caught_view(tr: Recorder, x: Proxy) -> None:
-    if program_catches() and from_inputs(x.st_node):
-        tr.layout_queried = stack_trace(5)
+def caught_view(tr: Recorder, x: Proxy) -> None:
+    """A view of `x` that fits contiguous strides only: inside a ``try``, the program
+    depends on the layout of the inputs x's follows from."""
+    if tr.layout_queried is None and program_catches() and from_inputs(x.st_node):
+        tr.layout_queried = stack_trace(2)  # (the first frame outside safetrace)
 
 
 def contiguous_view_dtype(tr: Recorder, x: Proxy) -> None:
@@ -456,7 +455,7 @@ def contiguous_view_dtype(tr: Recorder, x: Proxy) -> None:
     if not tr.strides_queried and program_catches() and from_inputs(x.st_node):
         tr.strides_queried = True
         if tr.layout_queried is None:
-            tr.layout_queried = stack_trace(4)
+            tr.layout_queried = stack_trace(2)
 
 
 def from_inputs(node: Any) -> bool:

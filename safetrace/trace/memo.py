@@ -27,8 +27,8 @@ on the call's own tensor and sizes (``layout._check_view`` reads the example's s
 whether the line is inside a ``try``, neither of them in the key); where the check is
 decided by the tensor's exact strides alone (``layout.view_proven``: a function of the
 key), the key is kept in ``PROVEN`` and its replays skip it.  A view of a tensor known
-contiguous runs ``layout.replayed_view`` (inside a ``try`` it makes the program depend on
-its inputs' layout); one fitting any strides is kept in ``SPLITS``.  The table is emptied
+contiguous runs its check (``layout.view_check``, kept per key in ``VIEW_CHECKS``: inside
+a ``try`` it makes the program depend on its inputs' layout).  The table is emptied
 when a shape rule is registered or replaced (``refresh``, with the tracer's per-op table);
 ``tests/trace/test_memo.py`` shows each part of the key and the emptying at work.
 
@@ -74,7 +74,7 @@ from safetrace.meta.symtypes import SYM_CLASSES, TorchSymInt
 from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.graph import FAST_NODES, add_node
 from safetrace.trace.index_ranges import CHECKS
-from safetrace.trace.layout import replayed_view, view_proven, view_sizes
+from safetrace.trace.layout import UNREAD, view_check, view_proven, view_sizes
 from safetrace.trace.proxy import WRAPPER, Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.source import LIBRARY_FILES, TRACES, short, stack_trace
@@ -88,9 +88,9 @@ MEMO: dict[tuple, tuple] = {}
 # the keys of views of a tensor of unknown layout whose fit to its exact strides is proven
 # (layout.view_proven): their replays skip eager's view check
 PROVEN: set[tuple] = set()
-# the keys of views of a tensor known contiguous that fit any strides (they only split
-# dims, layout.splits_only): their replays skip the `try` check (layout.contiguous_view)
-SPLITS: set[tuple] = set()
+# the key of a view of a tensor known contiguous -> the check its replays run inside a
+# `try` (layout.view_check; None: it fits any strides)
+VIEW_CHECKS: dict[tuple, Any] = {}
 # argument types keyed by value (a float zero by its text: -0.0 == 0.0, and the node
 # gets the first call's number)
 _PLAIN = frozenset((int, float, bool, str, type(None), torch.dtype, torch.device,
@@ -200,17 +200,21 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     if hit is None or (tr.tracing_through and func in tr.tracing_through):
         return traced(tr, (key, nodes, epoch), plan, func, args, kwargs, MEMO)
     # the call made before with the same key: its node again
-    if solid and key not in SPLITS and not tr.strides_queried:
+    if solid and not tr.strides_queried:
         # (a view of a contiguous tensor: eager's view at other strides raises, which a
-        # `try` around the line catches; `layout.contiguous_view`, as the traced call ran
-        # it; one that fits any strides, a function of the key, is skipped from then on)
-        fits = replayed_view(tr, func, args, kwargs)
-        if fits is None:  # (a form not read here: traced anew, its check runs)
-            return plan(tr, func, args, kwargs)
-        if fits:
-            if len(SPLITS) >= _LIMIT:
-                SPLITS.clear()
-            SPLITS.add(key)
+        # `try` around the line catches; its check, as the traced call ran it, is a
+        # function of the key: None where the view fits any strides)
+        try:
+            check = VIEW_CHECKS[key]
+        except KeyError:
+            check = view_check(func, args, kwargs)
+            if check is UNREAD:  # (a form not read here: traced anew, its check runs)
+                return plan(tr, func, args, kwargs)
+            if len(VIEW_CHECKS) >= _LIMIT:
+                VIEW_CHECKS.clear()
+            VIEW_CHECKS[key] = check
+        if check is not None:
+            check(tr, args[0])
     if checked is not None and hit[0] is _VIEW_OP and (tr.vmapped or key not in PROVEN):
         # (eager's view check, as the traced call ran it on its node's op; one proven from
         # exact strides, a function of the key, is proven again for any call of that key)
@@ -640,4 +644,4 @@ def refresh() -> None:
     """Forget every entry (a shape rule was registered or replaced)."""
     MEMO.clear()
     PROVEN.clear()
-    SPLITS.clear()
+    VIEW_CHECKS.clear()
