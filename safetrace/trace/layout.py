@@ -24,7 +24,7 @@ import torch
 from safetrace.errors import (layout_of_view, strides_of_loose, view_dtype_of_strided,
                               view_of_strided, view_of_vmap_output)
 from safetrace.meta import contiguous_strides
-from safetrace.meta.symtypes import SYM_CLASSES
+from safetrace.meta.symtypes import SYM_CLASSES, TorchSymInt
 from safetrace.rules.common import cond_true, normalize_dim
 from safetrace.trace.index_ranges import CHECKS
 from safetrace.trace.mutation import vmap_strides
@@ -359,10 +359,13 @@ def _check_view(tr: Recorder, args: tuple, kwargs: dict) -> None:
     compatible with input tensor's size and stride") is raised at export, where the program
     would have raised at run time."""
     x = args[0] if args else None
-    if not isinstance(x, Proxy) or x.st_contig is not None or len(args) < 2:
+    if not isinstance(x, Proxy) or len(args) < 2:
+        return
+    if x.st_contig is not None:
+        contiguous_view(tr, x, args[1])
         return
     if tr.vmapped and vmap_strides(x.st_node):  # (the program's strides are not eager's)
-        if not _splits_only(tuple(x.st_meta.shape), args[1]):
+        if not splits_only(tuple(x.st_meta.shape), args[1]):
             raise view_of_vmap_output(short(stack_trace(4)))
         return
     if view_proven(x, args[1]):  # (exact strides: decided)
@@ -384,6 +387,112 @@ def _check_view(tr: Recorder, args: tuple, kwargs: dict) -> None:
     if program_catches():   # (valid at the example, or not known there: at other sizes
         # eager may raise, and the program's except side would not run)
         raise view_of_strided("", short(stack_trace(4)), caught=True)
+
+
+_SIZE_TYPES = (int, TorchSymInt)
+
+
+def view_sizes(func: Any, args: tuple, kwargs: dict) -> list | None:
+    """The sizes ``aten.view.default`` gets from ``x.view(*sizes)``, ``x.view(sizes)`` or
+    ``aten.view.default(x, sizes)``: ints and sizes of this export only; None for any other
+    form (``view_as``, a dtype, keywords, a tensor among the sizes)."""
+    if kwargs or len(args) < 2 or func is torch.Tensor.view_as:
+        return None
+    sizes = args[1] if len(args) == 2 and type(args[1]) in (list, tuple, torch.Size) \
+        else args[1:] if func is torch.Tensor.view else None
+    if sizes is None or not all(type(s) in _SIZE_TYPES for s in sizes):
+        return None
+    return list(sizes)
+
+
+UNREAD = "unread"  # (view_check: a form it does not read)
+
+
+def view_check(func: Any, args: tuple, kwargs: dict) -> Any:
+    """The check a replayed view of a tensor known contiguous runs (a function of the memo
+    key, memo.py keeps it): None when the view fits any strides (it only splits dims, or
+    keeps the element size); ``caught_view`` for one by sizes, ``contiguous_view_dtype``
+    for one to another element size (inside a ``try`` they make the program depend on its
+    inputs' layout); ``UNREAD`` for a form not read here."""
+    x = args[0]
+    new = view_sizes(func, args, kwargs)
+    if new is None:
+        other = args[1] if len(args) == 2 and not kwargs else None
+        if isinstance(other, torch.dtype):
+            if other.itemsize == x.st_meta.dtype.itemsize or not x.st_meta.shape:
+                return None
+            return contiguous_view_dtype if x.st_contig is True else UNREAD
+        if func is not torch.Tensor.view_as or not isinstance(other, torch.Tensor):
+            return UNREAD
+        new = list(other.st_meta.shape if type(other) is Proxy else other.shape)
+    return None if splits_only(tuple(x.st_meta.shape), new) else caught_view
+
+
+def contiguous_view(tr: Recorder, x: Proxy, new: Any) -> None:
+    """``x.view(new)`` of a tensor known contiguous: valid for any contiguous input, but on
+    one of other strides eager raises where the traced graph's view raises too, unless the
+    line is inside a ``try``: there eager runs the ``except`` side, so the inputs x's layout
+    follows from must have the traced layout (``layout_queried``: the input checks require
+    contiguous inputs).  A view that only splits dims fits any strides (memo.py replays
+    this check: the ``try`` is not in the key)."""
+    if tr.layout_queried is None and not splits_only(tuple(x.st_meta.shape), new):
+        caught_view(tr, x)
+
+
+def caught_view(tr: Recorder, x: Proxy) -> None:
+    """A view of `x` that fits contiguous strides only: inside a ``try``, the program
+    depends on the layout of the inputs x's follows from."""
+    if tr.layout_queried is None and program_catches() and from_inputs(x.st_node):
+        tr.layout_queried = stack_trace(2)  # (the first frame outside safetrace)
+
+
+def contiguous_view_dtype(tr: Recorder, x: Proxy) -> None:
+    """``x.view(dtype)`` to another element size of a row-major tensor with storage offset
+    0: eager also requires ``stride(-1) == 1`` and an offset its element size divides,
+    which an input ``is_contiguous()`` accepts may break; inside a ``try`` (eager runs the
+    ``except`` side there) the inputs x's layout follows from must have row-major strides
+    and offset 0 (``strides_queried``)."""
+    if not tr.strides_queried and program_catches() and from_inputs(x.st_node):
+        tr.strides_queried = True
+        if tr.layout_queried is None:
+            tr.layout_queried = stack_trace(2)
+
+
+def from_inputs(node: Any) -> bool:
+    """Whether the layout of `node`'s value may follow from a program input's (an input
+    placeholder, or a subgraph's, reached through ops other than those making a fresh
+    contiguous tensor: matrix products, ``contiguous()``, a computed tensor of at most one
+    dim); True too where the walk is too long to finish."""
+    seen: set = set()
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if not isinstance(n, torch.fx.Node) or n in seen:
+            continue
+        seen.add(n)
+        if len(seen) > 4096:
+            return True
+        if n.op == "placeholder":
+            if n.meta.get("kind") not in ("parameter", "buffer", "constant"):
+                return True
+            continue
+        if n.op != "call_function":
+            continue  # (get_attr: a constant or a subgraph; output)
+        op = n.target
+        if isinstance(op, torch._ops.OpOverload):
+            kind, fmt = layout_kind(op)
+            val = n.meta.get("val")
+            if kind == CONTIGUOUS or (isinstance(val, Proxy) and
+                                      dense_vector(kind, fmt, val.st_meta)) or \
+                    (fmt is not None and  # (contiguous(), clone(memory_format=...))
+                     _result_contiguity(kind, fmt, n.args, n.kwargs, False) is not None):
+                continue
+        for a in (*n.args, *n.kwargs.values()):
+            if isinstance(a, (list, tuple)):
+                todo.extend(a)
+            else:
+                todo.append(a)
+    return False
 
 
 def view_proven(x: Proxy, new: Any) -> bool:
@@ -411,7 +520,7 @@ def _viewable(x: Proxy, new: Any) -> bool:
     return found is not None and found is not COPIES
 
 
-def _splits_only(old: tuple, new: Any) -> bool:
+def splits_only(old: tuple, new: Any) -> bool:
     """Whether viewing sizes ``old`` as ``new`` only splits dims and adds or drops dims of
     size 1, for every size of the symbols: eager's view then succeeds whatever the strides
     (a merge of two dims needs the first's stride to span the second)."""
@@ -459,8 +568,11 @@ def _check_view_dtype(tr: Recorder, args: tuple, kwargs: dict) -> None:
     the view is refused, as ``_check_view`` refuses a view whose fit depends on the sizes."""
     x = args[0] if args else None
     dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
-    if not isinstance(x, Proxy) or x.st_contig is True or not isinstance(dtype, torch.dtype) \
+    if not isinstance(x, Proxy) or not isinstance(dtype, torch.dtype) \
             or dtype.itemsize == x.st_meta.dtype.itemsize or not x.st_meta.shape:
+        return
+    if x.st_contig is True:
+        contiguous_view_dtype(tr, x)
         return
     lay = x.st_layout  # (exact strides: stride 1 on a last dim of size >= 2 decides it)
     if lay is not None and type(lay[0][-1]) is int and lay[0][-1] == 1 and \

@@ -26,8 +26,10 @@ tensor whose layout is not known contiguous is replayed with eager's view check 
 on the call's own tensor and sizes (``layout._check_view`` reads the example's strides and
 whether the line is inside a ``try``, neither of them in the key); where the check is
 decided by the tensor's exact strides alone (``layout.view_proven``: a function of the
-key), the key is kept in ``PROVEN`` and its replays skip it.  The table is emptied when a
-shape rule is registered or replaced (``refresh``, with the tracer's per-op table);
+key), the key is kept in ``PROVEN`` and its replays skip it.  A view of a tensor known
+contiguous runs its check (``layout.view_check``, kept per key in ``VIEW_CHECKS``: inside
+a ``try`` it makes the program depend on its inputs' layout).  The table is emptied
+when a shape rule is registered or replaced (``refresh``, with the tracer's per-op table);
 ``tests/trace/test_memo.py`` shows each part of the key and the emptying at work.
 
 Calls on symbolic sizes are remembered too: a tensor of symbolic sizes is keyed by its
@@ -72,7 +74,7 @@ from safetrace.meta.symtypes import SYM_CLASSES, TorchSymInt
 from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.graph import FAST_NODES, add_node
 from safetrace.trace.index_ranges import CHECKS
-from safetrace.trace.layout import view_proven
+from safetrace.trace.layout import UNREAD, view_check, view_proven, view_sizes
 from safetrace.trace.proxy import WRAPPER, Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.source import LIBRARY_FILES, TRACES, short, stack_trace
@@ -86,6 +88,9 @@ MEMO: dict[tuple, tuple] = {}
 # the keys of views of a tensor of unknown layout whose fit to its exact strides is proven
 # (layout.view_proven): their replays skip eager's view check
 PROVEN: set[tuple] = set()
+# the key of a view of a tensor known contiguous -> the check its replays run inside a
+# `try` (layout.view_check; None: it fits any strides)
+VIEW_CHECKS: dict[tuple, Any] = {}
 # argument types keyed by value (a float zero by its text: -0.0 == 0.0, and the node
 # gets the first call's number)
 _PLAIN = frozenset((int, float, bool, str, type(None), torch.dtype, torch.device,
@@ -123,20 +128,6 @@ _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 _VIEW_OP = torch.ops.aten.view.default
 _STRIDE_CHECKED = frozenset({torch.Tensor.view, torch.Tensor.view_as, _VIEW_OP,
                              torch.ops.aten.view.dtype})
-_SIZE_TYPES = (int, TorchSymInt)
-
-
-def _view_sizes(func: Any, args: tuple, kwargs: dict) -> list | None:
-    """The sizes ``aten.view.default`` gets from ``x.view(*sizes)``, ``x.view(sizes)`` or
-    ``aten.view.default(x, sizes)``: ints and sizes of this export only; None for any other
-    form (``view_as``, a dtype, keywords, a tensor among the sizes)."""
-    if kwargs or len(args) < 2 or func is torch.Tensor.view_as:
-        return None
-    sizes = args[1] if len(args) == 2 and type(args[1]) in (list, tuple, torch.Size) \
-        else args[1:] if func is torch.Tensor.view else None
-    if sizes is None or not all(type(s) in _SIZE_TYPES for s in sizes):
-        return None
-    return list(sizes)
 
 
 def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
@@ -145,17 +136,18 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     ``traced`` (which remembers it when it took the plain path); a call no key describes
     goes by its plan."""
     env = tr.env
-    checked = None
-    if func in _STRIDE_CHECKED and args and type(args[0]) is Proxy and \
-            args[0].st_contig is not True:
-        # (a view of a tensor whose layout is not known contiguous: its check replays the
-        # example's strides and reads whether the line is in a `try`, neither of which
-        # the key holds: a replay runs the check again, on this call's tensor and sizes)
-        checked = _view_sizes(func, args, kwargs)
-        if checked is None:  # (a form the replay does not check, a dtype's: traced anew)
-            return plan(tr, func, args, kwargs)
-        if args[0].st_contig is not None:  # (LOOSE: the view by sizes checks nothing)
-            checked = None
+    checked = solid = None
+    if func in _STRIDE_CHECKED and args and type(args[0]) is Proxy:
+        if args[0].st_contig is not True:
+            # (a view of a tensor whose layout is not known contiguous: its check replays
+            # the example's strides and reads whether the line is in a `try`, neither of
+            # which the key holds: a replay runs the check again, on this call's tensor
+            # and sizes)
+            checked = view_sizes(func, args, kwargs)
+            if checked is None:  # (a form the replay does not check, a dtype's: traced
+                return plan(tr, func, args, kwargs)  # anew)
+        if args[0].st_contig is not None:  # (known contiguous: in a `try`, the view
+            checked, solid = None, True     # depends on the inputs' layout, layout.py)
     # the key: the callable, the default dtype, then each argument (the graph node of
     # each of its tensors, in order, in `nodes`: the slots of an entry); `sym` holds the
     # env whose sizes may be keyed, then a mark for each tensor of symbolic sizes
@@ -208,6 +200,21 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     if hit is None or (tr.tracing_through and func in tr.tracing_through):
         return traced(tr, (key, nodes, epoch), plan, func, args, kwargs, MEMO)
     # the call made before with the same key: its node again
+    if solid and not tr.strides_queried:
+        # (a view of a contiguous tensor: eager's view at other strides raises, which a
+        # `try` around the line catches; its check, as the traced call ran it, is a
+        # function of the key: None where the view fits any strides)
+        try:
+            check = VIEW_CHECKS[key]
+        except KeyError:
+            check = view_check(func, args, kwargs)
+            if check is UNREAD:  # (a form not read here: traced anew, its check runs)
+                return plan(tr, func, args, kwargs)
+            if len(VIEW_CHECKS) >= _LIMIT:
+                VIEW_CHECKS.clear()
+            VIEW_CHECKS[key] = check
+        if check is not None:
+            check(tr, args[0])
     if checked is not None and hit[0] is _VIEW_OP and (tr.vmapped or key not in PROVEN):
         # (eager's view check, as the traced call ran it on its node's op; one proven from
         # exact strides, a function of the key, is proven again for any call of that key)
@@ -637,3 +644,4 @@ def refresh() -> None:
     """Forget every entry (a shape rule was registered or replaced)."""
     MEMO.clear()
     PROVEN.clear()
+    VIEW_CHECKS.clear()

@@ -500,3 +500,112 @@ def test_view_as_another_element_size_needs_a_last_stride_of_one():
         torch.testing.assert_close(ep.module()(y), contiguous_in_try(y), equal_nan=True)
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(4, 6, 1))
+
+
+def _view_in_try(x):
+    try:
+        return x.view(-1) * 2
+    except RuntimeError:
+        return x.reshape(-1) + 1
+
+
+def _view_plain(x):
+    return x.view(-1) * 2
+
+
+@pytest.mark.parametrize("plain_first", [False, True])
+def test_view_of_a_contiguous_input_inside_try_requires_contiguous_inputs(plain_first):
+    # traced on a contiguous input, x.view(-1) fits; on a transposed one eager's view raises
+    # and the `try` runs the except side: the program used to accept such an input and
+    # raise inside its view. (plain_first: the same view traced outside a `try` first, so
+    # that the second export replays it, memo.py)
+    spec = ({0: Dim("a"), 1: Dim("b")},)
+    if plain_first:
+        st.export(_view_plain, (torch.randn(3, 4),), dynamic_shapes=spec)
+    ep = st.export(_view_in_try, (torch.randn(3, 4),), dynamic_shapes=spec)
+    for s in [(3, 4), (5, 2), (1, 1), (0, 3), (2, 0)]:
+        y = torch.randn(*s)
+        torch.testing.assert_close(ep.module()(y), _view_in_try(y))
+    t = torch.randn(4, 3).t()
+    torch.testing.assert_close(_view_in_try(t), t.reshape(-1) + 1)
+    with pytest.raises(st.InputMismatchError) as info:
+        ep.module()(t)
+    msg = str(info.value)
+    assert "x: expected a contiguous tensor" in msg and "x.contiguous()" in msg
+    assert "x.view(-1)" in msg
+    torch.testing.assert_close(ep.module()(t.contiguous()), _view_in_try(t.contiguous()))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3, 4, 1))
+
+
+def test_view_of_a_contiguous_input_outside_try_keeps_any_layout():
+    # without a `try` eager raises where the program's view raises: no layout requirement
+    spec = ({0: Dim("a"), 1: Dim("b")},)
+    st.export(_view_in_try, (torch.randn(3, 4),), dynamic_shapes=spec)  # (fills memo.py)
+    ep = st.export(_view_plain, (torch.randn(3, 4),), dynamic_shapes=spec)
+    fits = torch.randn(2, 8)[:, :4]  # (rows apart: view(-1) merges them only when stride fits)
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        _view_plain(fits)
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        ep.module()(fits)
+    y = torch.randn(4, 3).t()[:1]  # (one row: any strides view)
+    torch.testing.assert_close(ep.module()(y), _view_plain(y))
+
+
+@pytest.mark.parametrize("plain_first", [False, True])
+def test_view_as_and_dtype_view_of_a_contiguous_input_inside_try(plain_first):
+    def as_in_try(x, y):
+        try:
+            return x.view_as(y) * 2
+        except RuntimeError:
+            return x.reshape_as(y) + 1
+
+    def as_plain(x, y):
+        return x.view_as(y) * 2
+
+    def dtype_in_try(x):
+        try:
+            return x.view(torch.float32) * 2
+        except RuntimeError:
+            return x.clone().view(torch.float32) + 1
+
+    def dtype_plain(x):
+        return x.view(torch.float32) * 2
+
+    if plain_first:
+        st.export(as_plain, (torch.randn(3, 4), torch.randn(12)))
+        st.export(dtype_plain, (torch.zeros(3, 4, dtype=torch.int16),))
+    ep = st.export(as_in_try, (torch.randn(3, 4), torch.randn(12)))
+    t, y = torch.randn(4, 3).t(), torch.randn(12)
+    with pytest.raises(st.InputMismatchError, match="x.contiguous()"):
+        ep.module()(t, y)
+    torch.testing.assert_close(ep.module()(t.contiguous(), y), as_in_try(t.contiguous(), y))
+    # int16 -> float32 needs an even storage offset: a contiguous slice at offset 1 breaks it
+    ep = st.export(dtype_in_try, (torch.zeros(3, 4, dtype=torch.int16),))
+    odd = torch.zeros(13, dtype=torch.int16)[1:].view(3, 4)
+    torch.testing.assert_close(dtype_in_try(odd), odd.clone().view(torch.float32) + 1)
+    with pytest.raises(st.InputMismatchError, match="storage offset 0"):
+        ep.module()(odd)
+    x = torch.arange(12, dtype=torch.int16).view(3, 4)
+    torch.testing.assert_close(ep.module()(x), dtype_in_try(x))
+
+
+def test_view_in_try_that_fits_any_layout_keeps_any_layout():
+    # a view that only splits dims fits any strides; one of a tensor made contiguous fits
+    # whatever the input's strides: neither requires a layout of the input
+    def split(x):
+        try:
+            return x.view(2, 2, -1) * 2
+        except RuntimeError:
+            return x + 1
+
+    def made_contiguous(x):
+        try:
+            return (x * 2).contiguous().view(-1)
+        except RuntimeError:
+            return x.reshape(-1) + 1
+
+    for fn in (split, made_contiguous, split):  # (split twice: its replay, memo.py)
+        ep = st.export(fn, (torch.randn(4, 6),))
+        t = torch.randn(6, 4).t()
+        torch.testing.assert_close(ep.module()(t), fn(t))
