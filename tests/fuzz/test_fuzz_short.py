@@ -15,20 +15,45 @@ from tests.fuzz.grammar import KINDS, build
 OPEN = (
     "* 0.7", "* 1.1", "/ 3)", "** 0.5",           # float size arithmetic (symbolic)
 )
-PROGRAMS = 200  # (~5 s alone; the long runs: benchmarks/fuzz.py, by hand)
+# the default run's sample: every kind of grammar.KINDS in 8 or more of its programs (checked
+# below); the 200-program run of the same seed is marked slow (~3 s and ~11 s of CPU alone,
+# 2026-12-07; the long runs: benchmarks/fuzz.py, by hand)
+PROGRAMS = 60
+PROGRAMS_SLOW = 200
 
 
-def test_short_fuzz_run_finds_no_wrong_result_or_crash():
-    stats = fuzz(seed=2026, programs=PROGRAMS, n_inputs=16, avoid=OPEN)
+def _kinds_drawn(seed, programs):
+    """The statement kinds of the first `programs` non-empty programs `fuzz(seed=...)` draws
+    (engine.program_rngs' generators; `build` draws the statements first)."""
+    rng, kinds, n = random.Random(seed), set(), 0
+    while n < programs:
+        p = build(random.Random(rng.randrange(2**62)), avoid=OPEN)
+        if p.stmts:
+            n, kinds = n + 1, kinds | set(p.tags)
+    return kinds
+
+
+def _short_run(programs):
+    stats = fuzz(seed=2026, programs=programs, n_inputs=16, avoid=OPEN)
     c = stats.counts
     bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
     assert not bad, stats.line() + "\n\n" + "\n".join(bad)
     # the run exercises what it claims: exports, admitted inputs, round trips
-    assert c["programs"] == PROGRAMS and c["exported"] >= PROGRAMS // 4
+    assert c["programs"] == programs and c["exported"] >= programs // 4
     assert c["ok"] >= 10 * c["exported"] // 2 and c["roundtrips"] >= 5
     # inputs a named Dim admits and eager computes are not rejected (issue 14: a condition
     # that would is refused at export instead); 0 on this seed, at most 0.1% allowed
     assert c["over_rejection"] * 1000 <= c["inputs"], stats.line()
+
+
+def test_short_fuzz_run_finds_no_wrong_result_or_crash():
+    assert _kinds_drawn(2026, PROGRAMS) == set(KINDS)   # the sample draws every kind
+    _short_run(PROGRAMS)
+
+
+@pytest.mark.slow   # (the same seed, 200 programs)
+def test_short_fuzz_run_longer_sample():
+    _short_run(PROGRAMS_SLOW)
 
 
 def test_generator_is_deterministic_and_eager_valid():

@@ -162,7 +162,9 @@ def test_environment_variable_turns_verification_on(monkeypatch):
         ep.to_torch()
 
 
-@pytest.mark.parametrize("name", ["mlp", "transformer_encoder"])
+# (the mlp in the default run; the transformer encoder, ~5-14 s, with -m slow)
+@pytest.mark.parametrize("name", ["mlp", pytest.param("transformer_encoder",
+                                                      marks=pytest.mark.slow)])
 def test_the_lazily_compiled_graph_module_is_torchs_own_code(name):
     # the fast conversion skips the constructor's code generation (done on first use) and
     # torch's verifier (run with verify=True): the program must run, print, copy and
