@@ -519,7 +519,7 @@ def picked_tensor_written(op: Any, source: str, what: str) -> UnsupportedConstru
         f"the write cannot reach.",
         "write a copy instead (t = t.clone() before the in-place op), or use an op that "
         "returns a new tensor in eager too (torch.maximum / torch.minimum instead of "
-        "max() / min())", source)
+        "max() / min(); `return t[:1].clone()` in a torch.cond branch)", source)
 
 
 def builtin_minmax_number(name: str, why: str, source: str) -> UnsupportedConstruct:

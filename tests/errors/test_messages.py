@@ -248,7 +248,7 @@ GOLDEN = {
         "value as a new tensor, which the write cannot reach.\n"
         "Fix: write a copy instead (t = t.clone() before the in-place op), or use an op that "
         "returns a new tensor in eager too (torch.maximum / torch.minimum instead of "
-        "max() / min())"),
+        "max() / min(); `return t[:1].clone()` in a torch.cond branch)"),
     'builtin_minmax_number': ('UnsupportedConstruct',
         "Python's max() of tensors and numbers at m.py:3 `return max(x, 0)` returns the "
         "number or a tensor depending on the data, and an int it may return is not a "

@@ -23,6 +23,7 @@ from safetrace.meta import TensorMeta
 from safetrace.symbolic import Expr, SymInt, eq, make_int, to_expr
 from safetrace.symbolic.branches import one_form
 from safetrace.trace.hops.subgraph import (Traced, add_submodule, fn_location, input_metas,
+                                           mark_returned_aliases,
                                            is_sym, trace_function)
 from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.source import short, stack_trace, torch_fn
@@ -179,6 +180,7 @@ def cond(tr: Recorder, pred: Any, true_fn: Callable, false_fn: Callable, operand
     f_attr = _get_attr(tr, "false_graph", f)
     ops = tuple(_node_of(tr, v) for v in leaves) + tuple(outer)
     outs = _emit_hop(tr, hop.cond, (pred_node, t_attr, f_attr, ops), out_metas, fresh, "cond")
+    mark_returned_aliases(branches, outs, ops)
     for o, *sides in zip(outs, t.out_leaves, f.out_leaves):  # (eager's cond returns what
         layouts = {getattr(v, "st_contig", True) for v in sides}  # the branch returned,
         if isinstance(o, Proxy) and layouts != {True}:  # a view of an operand's strides too)

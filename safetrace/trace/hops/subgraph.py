@@ -20,7 +20,8 @@ import torch
 from safetrace import pytree
 from safetrace import errors
 from safetrace.meta import TensorMeta
-from safetrace.trace.mutation import aliased_input, base_placeholder, mutates, written_args
+from safetrace.trace.mutation import aliased_input, base_placeholder, mutates, storage_root, \
+    written_args
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.scope import Scope
@@ -99,6 +100,10 @@ class Traced(Subgraph):
         self.out_spec = out_spec
         self.where = where             # the function's source location
         self.new_symbols = new_symbols  # symbols created while it ran (unknown outside)
+        # (output index, ("input", placeholder index) or ("output", earlier index)) for each
+        # output given a copy because it is an input, views one, or repeats an output: eager
+        # returns the alias itself (`lift`)
+        self.aliases: list[tuple[int, tuple[str, int]]] = []
 
     def foreign(self) -> list[torch.fx.Node]:
         """Nodes of other graphs the subgraph reads, in first-use order."""
@@ -137,21 +142,40 @@ class Traced(Subgraph):
         g = self.graph
         out = next(n for n in reversed(g.nodes) if n.op == "output")
         values = out.args[0] if isinstance(out.args[0], tuple) else (out.args[0],)
-        fixed, seen = [], set()
-        for node in values:
+        fixed, seen = [], {}
+        phs = [n for n in g.nodes if n.op == "placeholder"]
+        for i, node in enumerate(values):
             if not isinstance(node, torch.fx.Node) or not isinstance(
                     node.meta.get("val"), Proxy):
                 fixed.append(node)  # an int or bool: a value, never an alias
                 continue
-            if node.op == "placeholder" or node in seen or base_placeholder(node) is not None:
+            base = node if node.op == "placeholder" else base_placeholder(node)
+            if node in seen or base is not None:  # (eager returns the alias: `aliases`)
+                self.aliases.append((i, ("output", seen[node]) if node in seen else
+                                     ("input", phs.index(base))))
                 with g.inserting_before(out):
                     copy = g.call_function(aten.clone.default, (node,))
                 copy.meta["val"] = Proxy(node.meta["val"].st_meta, copy)
                 copy.meta["stack_trace"] = node.meta.get("stack_trace", "")
                 node = copy
-            seen.add(node)
+            seen.setdefault(node, i)
             fixed.append(node)
         out.args = (tuple(fixed) if isinstance(out.args[0], tuple) else fixed[0],)
+
+
+def mark_returned_aliases(branches: list[Traced], outs: list, ops: tuple) -> None:
+    """Eager's ``torch.cond`` returns what the branch returned, an operand (or a view of
+    one, or one tensor twice) included, where the graph's branch returns a copy: a later
+    in-place write to such an output or to the operand it views would show through the
+    other in eager only, so it is refused (``mutation.writes_a_pick``)."""
+    what = ("an output of torch.cond that a branch returns as an operand, a view of one or "
+            "another output, or that operand")
+    for t in branches:
+        for i, (kind, k) in t.aliases:
+            partner = ops[k] if kind == "input" else getattr(outs[k], "st_node", None)
+            for node in (getattr(outs[i], "st_node", None), partner):
+                if isinstance(node, torch.fx.Node):
+                    storage_root(node).meta["st_picked"] = what
 
 
 @contextlib.contextmanager
