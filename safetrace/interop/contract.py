@@ -194,6 +194,8 @@ class ContractEmitter:
             # (no value: code that reads every node's ``val`` as a tensor, as torch's
             # tests of fake inputs do, meets only the nodes of the user's program)
             del checked.meta["val"]
+            if inp.layout is not None:
+                self._layout(i, inp, ph)
         for i, inp, d, dim in self._dims():
             if dim.kind == "bind":
                 self.nodes[_sym(dim.symbol)] = self._size_node(i, d)
@@ -236,6 +238,49 @@ class ContractEmitter:
             return not cond.cond.evaluate(self.hints)
         except (KeyError, ValueError, ZeroDivisionError):
             return False
+
+    def _layout(self, i: int, inp: Any, ph: Any) -> None:
+        """The program asked for a memory layout: ``x.is_contiguous()`` (with
+        ``exact_strides``: row-major strides on every dim and storage offset 0), as
+        ``exporter/checks.py`` checks it, from ``sym_stride`` nodes (torch's own programs
+        never check strides: its program runs the traced side for any layout)."""
+        call, fake = self.conv.call, ph.meta["val"]
+        conds, acc, numel = [], 1, 1
+        for d in reversed(range(len(inp.dims))):
+            dim = inp.dims[d]
+            size = dim.size if dim.kind == "static" else self._size_node(i, d)
+            if not inp.exact_strides and type(size) is int and size == 1:
+                continue  # (is_contiguous() ignores a dim of size 1)
+            stride = call(torch.ops.aten.sym_stride.int, (ph, d), name="sym_stride_int",
+                          value=fake.stride(d))
+            same = call(operator.eq, (stride, acc))
+            if not inp.exact_strides and type(size) is not int:
+                same = call(operator.or_, (call(operator.eq, (size, 1)), same))
+            conds.append(same)
+            if type(size) is int:
+                acc = acc * max(size, 1) if type(acc) is int else \
+                    (acc if size <= 1 else call(operator.mul, (acc, size)))
+                numel = numel * size if type(numel) is int else call(operator.mul, (numel, size))
+            else:
+                acc = call(torch.sym_max, (size, 1)) if type(acc) is int and acc == 1 else \
+                    call(operator.mul, (acc, call(torch.sym_max, (size, 1))))
+                numel = size if type(numel) is int and numel == 1 else \
+                    call(operator.mul, (numel, size))
+        if inp.exact_strides:
+            offset = call(torch.ops.aten.sym_storage_offset.default, (ph,),
+                          name="sym_storage_offset", value=fake.storage_offset())
+            conds.append(call(operator.eq, (offset, 0)))
+        if not conds:
+            return
+        ok = conds[0]
+        for c in conds[1:]:
+            ok = call(operator.and_, (ok, c))
+        if not inp.exact_strides and not (type(numel) is int and numel != 0):
+            ok = call(operator.or_, (call(operator.eq, (numel, 0)), ok))
+        kind = "row-major strides and storage offset 0" if inp.exact_strides else \
+            "a contiguous tensor"
+        self._assert(ok, f"{inp.path}: expected {kind}; the program asked for a memory "
+                         f"layout{inp.layout}. Fix: pass {inp.path}.contiguous()")
 
     def _size_node(self, i: int, d: int) -> Any:
         node = self.sizes.get((i, d))
