@@ -73,3 +73,19 @@ def test_the_converted_program_refuses_a_transposed_input_too(cls):
     d = _converted_modules(ep)["decomposed"]
     x = torch.randn(5, 2)
     torch.testing.assert_close(d(x), cls()(x))
+
+
+class ReadsStrides(torch.nn.Module):
+    def forward(self, x):
+        return x * x.stride(0)
+
+
+def test_a_program_that_read_strides_checks_row_major_strides_and_offset_after_to_torch():
+    ds = ({0: st.Dim("a"), 1: st.Dim("b")},)
+    m = st.export(ReadsStrides(), (torch.randn(3, 4),), dynamic_shapes=ds).to_torch().module()
+    for shape in ((5, 2), (1, 3), (0, 2), (2, 1)):
+        x = torch.randn(*shape)
+        torch.testing.assert_close(m(x), ReadsStrides()(x))
+    for bad in (torch.randn(4, 3).t(), torch.randn(3, 5)[:, 1:], torch.randn(7)[1:].view(2, 3)):
+        with pytest.raises(RuntimeError, match="row-major strides and storage offset 0"):
+            m(bad)
