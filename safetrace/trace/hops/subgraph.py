@@ -172,8 +172,9 @@ def mark_returned_aliases(branches: list[Traced], outs: list, ops: tuple) -> Non
             "another output, or that operand")
     for t in branches:
         for i, (kind, k) in t.aliases:
-            partner = ops[k] if kind == "input" else getattr(outs[k], "st_node", None)
-            for node in (getattr(outs[i], "st_node", None), partner):
+            partners = ([ops[k]] if k < len(ops) else list(ops)) if kind == "input" \
+                else [getattr(outs[k], "st_node", None)]  # (unmatched: every operand)
+            for node in (getattr(outs[i], "st_node", None), *partners):
                 if isinstance(node, torch.fx.Node):
                     storage_root(node).meta["st_picked"] = what
 
