@@ -26,6 +26,7 @@ import torch
 
 from safetrace.exporter.index_bounds import index_relations
 from safetrace.meta.tensor import TensorMeta
+from safetrace.trace.mutation import mutates, storage_root, written_args
 from safetrace.trace.proxy import Proxy
 
 aten = torch.ops.aten
@@ -156,38 +157,27 @@ def _value_at(x: Any, at: Any, first: Any, order: dict, memory: Any) -> Any:
 
 
 class _Memory:
-    """Which nodes share memory (an op returning an alias of its first argument: views
-    and in-place writes), and every write with the tensor it writes; `opaque` when a
-    call (control flow) may write what this does not see."""
+    """Every write of the graph with the tensor it writes (``trace/mutation``'s reading of
+    the schemas), and `root`, the storage a chain of views or in-place results starts
+    from (``mutation.storage_root``: split/unbind elements included); `opaque` when a call
+    (control flow) may write what this does not see."""
+
+    root = staticmethod(storage_root)
 
     def __init__(self, graph: Any) -> None:
-        self.parent: dict = {}
         self.written: list = []  # (write node, the argument it writes), in graph order
         self.opaque = False
         for node in graph.nodes:
+            target = node.target
             if node.op != "call_function":
                 continue
-            schema = getattr(node.target, "_schema", None)
-            if isinstance(node.target, torch._ops.HigherOrderOperator):
+            if isinstance(target, torch._ops.HigherOrderOperator):
                 self.opaque = True
-            if schema is None:
-                continue
-            if node.args and isinstance(node.args[0], torch.fx.Node) and \
-                    any(r.alias_info is not None for r in schema.returns):
-                self.parent[node] = node.args[0]
-            given = dict(zip((a.name for a in schema.arguments), node.args))
-            given.update(node.kwargs)
-            for arg in schema.arguments:
-                value = given.get(arg.name)
-                if arg.alias_info is not None and arg.alias_info.is_write:
-                    for v in value if isinstance(value, (list, tuple)) else [value]:
-                        if isinstance(v, torch.fx.Node):
-                            self.written.append((node, v))
-
-    def root(self, node: Any) -> Any:
-        while node in self.parent:
-            node = self.parent[node]
-        return node
+            elif isinstance(target, torch._ops.OpOverload) and mutates(target):
+                for v in written_args(target, node.args, node.kwargs):
+                    for t in v if isinstance(v, (list, tuple)) else (v,):
+                        if isinstance(t, torch.fx.Node):
+                            self.written.append((node, t))
 
     def writes_of(self, node: Any) -> list:
         r = self.root(node)
