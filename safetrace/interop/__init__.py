@@ -23,6 +23,7 @@ from typing import Any
 from safetrace.errors import ExportError
 from safetrace.errors.interop import conversion_crashed
 from safetrace.interop.aoti import to_aoti as _to_aoti
+from safetrace.interop.environ import env_value
 from safetrace.interop.decompose import run_decompositions as _decompose
 from safetrace.interop.executorch import export_executorch
 from safetrace.interop.onnx import export_onnx
@@ -45,20 +46,9 @@ def to_torch(ep: Any, *, strict: bool = False, verify: bool | None = None) -> An
         raise conversion_crashed(f"{type(exc).__name__}: {exc}", _innermost(exc)) from exc
 
 
-_VERIFY = "SAFETRACE_VERIFY_TO_TORCH"
-_VERIFY_KEY = os.fsencode(_VERIFY) if os.name == "posix" else None
-_YES = (b"1", b"true", b"yes")
-
-
 def _verify_default() -> bool:
-    """``SAFETRACE_VERIFY_TO_TORCH`` set to 1, true or yes: read from ``os.environ``'s own
-    table where it keeps one (POSIX: encoded keys and values, what ``os.environ``'s
-    writes update) rather than through ``Mapping.get``'s Python calls (~1% of a small
-    model's conversion)."""
-    data = getattr(os.environ, "_data", None)
-    if _VERIFY_KEY is not None and type(data) is dict:
-        return data.get(_VERIFY_KEY) in _YES
-    return os.environ.get(_VERIFY, "") in ("1", "true", "yes")
+    """``SAFETRACE_VERIFY_TO_TORCH`` set to 1, true or yes."""
+    return env_value("SAFETRACE_VERIFY_TO_TORCH") in ("1", "true", "yes")
 
 
 def _innermost(exc: BaseException) -> str:

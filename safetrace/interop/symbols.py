@@ -19,11 +19,11 @@ import collections
 import functools
 import hashlib
 import logging
-import os
 from typing import Any
 
 import torch
 
+from safetrace.interop.environ import env_value
 from safetrace.interop.lazy import config_value, symbolic_shapes
 from safetrace.interop.size_node import IntSizeNode
 
@@ -137,20 +137,7 @@ def quiet(shape_env: Any) -> bool:
     """Whether nothing but the ShapeEnv's state would see torch's path: no translation
     validation, no event recording, no listener of the dynamic-shape log."""
     return not (shape_env._translation_validation_enabled or shape_env.should_record_events
-                or symbolic_shapes().log.isEnabledFor(logging.INFO) or _torch_trace())
-
-
-_TRACE_KEY = os.fsencode("TORCH_TRACE") if os.name == "posix" else None
-
-
-def _torch_trace() -> bool:
-    """``TORCH_TRACE`` set (non-empty), read from ``os.environ``'s own table where it keeps
-    one (POSIX: encoded keys and values, what its writes update), without
-    ``Mapping.get``'s Python calls."""
-    data = getattr(os.environ, "_data", None)
-    if _TRACE_KEY is not None and type(data) is dict:
-        return bool(data.get(_TRACE_KEY))
-    return bool(os.environ.get("TORCH_TRACE"))
+                or symbolic_shapes().log.isEnabledFor(logging.INFO) or env_value("TORCH_TRACE") != "")
 
 
 @functools.cache
