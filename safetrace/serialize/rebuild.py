@@ -96,7 +96,7 @@ class Builder(StateReader):
             self.env, bound.recorded.spans if bound.recorded else {}))
         bound.refuse_late(requirements.guard(self._all_graphs, bound.inline,
                                              bound.bound_symbols | bound.opaque.keys(),
-                                             bound.required))
+                                             bound.required, bound.env))
         record_checks.guard(self._all_graphs, bound.dtype_checks)
         for g in {id(g): g for g in self._all_graphs}.values():
             allocations.guard_sizes(g, self.max_numel, bound.is_sized)

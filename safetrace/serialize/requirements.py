@@ -34,10 +34,14 @@ _MARK = requirement_in_graph("", "", "", "")[:24]  # (how this module's checks b
 _ARITH = frozenset(PY_FNS.values()) | {operator.abs}  # (abs: ``guard_sizes``' own)
 
 
-def guard(graphs: list, inline: list, known: set, before_call: list) -> list:
+def guard(graphs: list, inline: list, known: set, before_call: list,
+          env: Any = None) -> list:
     """Insert a check before each node of ``inline`` ((condition, node, why, the values
     the loader worked out for the nodes of its graph)); a condition of the input sizes
-    (symbols in ``known``) that its graph cannot compute goes to ``before_call``.  The
+    (symbols in ``known``) that its graph cannot compute goes to ``before_call``.  A
+    condition that divides by a size (``2 % s0``, the exporter's record where its facts
+    keep ``s0 >= 1``) is checked in the graph with that size >= 1 (``_insert``): a call
+    where it is 0 is refused, never divided by 0.  The
     checks of this kind a file holds (a loaded program saved again) are dropped first from
     ``graphs``: the loader's own replace them.  Returns what it could check nowhere
     ((condition, node, why): a size read from data that the graph holds only inside a
@@ -54,7 +58,7 @@ def guard(graphs: list, inline: list, known: set, before_call: list) -> list:
         names = {str(x) for x in cond.free_symbols}
         # (a division by a value the graph computes could raise ZeroDivisionError there)
         sources = _sources(node, values, names, cache) if all(
-            x.op not in ("floordiv", "mod") or x.args[1].op == "const"
+            x.op not in ("floordiv", "mod") or _divisor_ok(x.args[1], env)
             for x in dag_nodes(cond)) else None
         if sources is None:
             if names <= known:
@@ -64,6 +68,17 @@ def guard(graphs: list, inline: list, known: set, before_call: list) -> list:
             continue
         _insert(node, cond, why, sources)
     return dropped
+
+
+def _divisor_ok(divisor: Any, env: Any) -> bool:
+    """Whether a check may divide by ``divisor``: a constant, or an expression of the
+    input sizes that the contract's ranges (``env``) keep >= 0 (``_insert`` checks it is
+    >= 1 and divides by ``max(divisor, 1)``: no ZeroDivisionError in the graph)."""
+    if divisor.op == "const":
+        return True
+    if env is None or not {str(x) for x in divisor.free_symbols} <= set(env.symbols):
+        return False
+    return env.bounds(divisor).lo >= 0
 
 
 def is_own_check(node: torch.fx.Node) -> bool:
@@ -139,11 +154,18 @@ def _insert(node: torch.fx.Node, cond: Any, why: str, sources: dict) -> None:
             read[e.name] = src if c == 1 else call_node(graph, operator.floordiv, (src, c))
         return read[e.name]
 
-    def call(fn: Any, args: tuple, _: Any) -> Any:
+    positive: list = []  # (each divisor that is not a constant: checked >= 1)
+
+    def call(fn: Any, args: tuple, e: Any) -> Any:
+        if e is not None and e.op in ("floordiv", "mod") and e.args[1].op != "const":
+            positive.append(call_node(graph, operator.ge, (args[1], 1)))
+            args = (args[0], call_node(graph, max, (args[1], 1)))
         return call_node(graph, fn, args)
 
     with graph.inserting_before(node):
         ok = lower(cond, Algebra(leaf, call))
+        for p in positive:
+            ok = call_node(graph, operator.and_, (p, ok))
         if not isinstance(ok, torch.fx.Node):  # (a constant: False, the node always fails)
             ok = call_node(graph, operator.and_, (bool(ok), True))
         check = graph.call_function(assert_sym, (ok, requirement_in_graph(

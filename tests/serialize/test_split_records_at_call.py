@@ -160,11 +160,23 @@ def test_a_cond_recorded_as_one_branchs_size_is_refused_where_the_other_runs():
 
 
 def test_a_record_no_check_can_read_refuses_the_file():
-    """Rows recorded as ``(3*s0*s0)//(s0 + 1)``: a division by a size the graph computes,
-    which a check could not evaluate where it is 0: refused at load."""
-    blob = _three_rows_recorded(["floordiv", ["mul", 3, "s0", "s0"], ["add", "s0", 1]])
+    """Rows recorded as ``(3*s0*s0)//(s0 - 1)``: a division by a size expression the
+    contract lets be 0 or negative, which a check could not evaluate there: refused at
+    load."""
+    blob = _three_rows_recorded(["floordiv", ["mul", 3, "s0", "s0"], ["add", "s0", -1]])
     with pytest.raises(st.LoadError, match="neither prove nor check at call"):
         st.load(blob)
+
+
+def test_a_record_dividing_by_a_size_is_checked_at_call():
+    """Rows recorded as ``(3*s0*s0)//(s0 + 1)`` (a divisor the contract keeps >= 0, fuzz
+    seed 301's form): checked at call, dividing by ``max(s0 + 1, 1)`` with ``s0 + 1 >= 1``
+    required; a call where the record is wrong is refused there."""
+    mod = st.load(_three_rows_recorded(["floordiv", ["mul", 3, "s0", "s0"],
+                                        ["add", "s0", 1]])).module()
+    with pytest.raises(st.RuntimeAssertionError, match="'cond'"):
+        mod(torch.ones(2, 3))   # (6 rows; the record says 12 // 3 = 4)
+    torch.testing.assert_close(mod(torch.ones(0, 3)), torch.ones(0, 3))
 
 
 def test_the_records_a_load_checks_at_call_are_bounded(monkeypatch):
