@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 from safetrace.meta.active import ACTIVE
 from safetrace.meta.symtypes import TorchSymBool, TorchSymFloat, TorchSymInt
+from safetrace.trace.proxy import Proxy
 from safetrace.trace.pybuiltins import ROUTED
 from safetrace.trace.rewrite import MODULE_NAMES, NAMES, SOURCE, SOURCE_CLEARS, SUPPORTED, \
     original_code, reads_class, rewrite, user_code
@@ -46,11 +47,15 @@ def _ours(x: Any) -> bool:
 
 
 def sym_int(*args: Any, **kwargs: Any) -> Any:
-    """``int(x)``: symbolic for a size or a float of sizes of the export in progress, and
-    for a condition on sizes (``int(a == b)``: 1 or 0 as an exact integer expression, no
-    guard)."""
+    """``int(x)``: symbolic for a size or a float of sizes of the export in progress, for
+    a condition on sizes (``int(a == b)``: 1 or 0 as an exact integer expression, no
+    guard), and for a 0-d integer tensor of known size value (``int(torch.tensor(n // 2
+    + 1))``: that value, as its ``.item()`` gives; ``Tensor.__int__`` must return a real
+    int, which would specialize it)."""
     if len(args) == 1 and not kwargs:
         x = args[0]
+        if type(x) is Proxy and (value := x.st_value) is not None:
+            x = value
         if _ours(x):
             return x if isinstance(x, SymInt) else x.__trunc__()
         if isinstance(x, SymBool) and x.env is ACTIVE.env and x.env is not None:

@@ -104,7 +104,27 @@ def scalar_value(op: Any, args: tuple, kwargs: dict, result: Proxy,
         return None
     if not vals:
         return None
-    return VALUE_OPS[op](vals)
+    return fitting(VALUE_OPS[op](vals), meta.dtype)
+
+
+def fitting(value: Any, dtype: torch.dtype) -> Any:
+    """``value`` where the integer dtype holds it at every size the export admits, else
+    None: a narrower tensor wraps (``torch.tensor(n).to(torch.uint8)`` is ``n % 256``), so
+    its value is read as data (``aten.item`` at run time), not taken as ``n``.  int64 holds
+    every value of sizes (no tensor has 2**63 elements)."""
+    if value is None or dtype is torch.int64:
+        return value
+    try:
+        info = torch.iinfo(dtype)
+    except TypeError:
+        return None
+    if isinstance(value, int):
+        return value if info.min <= value <= info.max else None
+    env, expr = getattr(value, "env", None), getattr(value, "expr", None)
+    if env is None or expr is None:
+        return None
+    r = env.bounds(expr)
+    return value if info.min <= r.lo and r.hi <= info.max else None
 
 
 def value_recipe(op: Any, args: tuple, kwargs: dict, result: Proxy,
@@ -155,7 +175,9 @@ def read_value(tr: Recorder, x: Proxy, read: Any) -> Any:
             vals.append(read(tr, a))
         elif not isinstance(a, torch.dtype):
             vals.append(a)
-    return VALUE_OPS[op](vals)
+    if any(v is None for v in vals):
+        return None
+    return fitting(VALUE_OPS[op](vals), x.st_meta.dtype)
 
 
 def integral(dtype: torch.dtype) -> bool:
