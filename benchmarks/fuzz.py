@@ -4,7 +4,8 @@ run is part of the test suite).
 Run: python benchmarks/fuzz.py --minutes N | --programs P [--seed S] [--inputs K] [--show 5]
 [--base] [--kinds raising,vmapping]  (by default the statement kinds of grammar.py, grammar_long.py,
 grammar_layout.py, grammar_ops.py, grammar_reach.py, grammar_cross.py, grammar_sweep.py and
-grammar_model.py; --kinds ops / reach / cross / sweep / model: that module's only; --reach: the rule families the run's
+grammar_model.py and grammar_values.py; --kinds ops / reach / cross / sweep / model / values:
+that module's only; --reach: the rule families the run's
 traces reached; inputs taken as forward's
 positional, keyword-only, nested-dict or list parameters (--flat: positional only);
 --base: grammar.py's only, the programs the suite's short run draws from;
@@ -41,6 +42,7 @@ from tests.fuzz.grammar_long import LONG_KINDS, reference_while_loop  # noqa: E4
 from tests.fuzz.grammar_model import MODEL_KINDS  # noqa: E402
 from tests.fuzz.grammar_ops import OPS_KINDS  # noqa: E402
 from tests.fuzz.grammar_reach import REACH_KINDS  # noqa: E402
+from tests.fuzz.grammar_values import VALUE_KINDS  # noqa: E402
 
 
 def main() -> None:
@@ -74,7 +76,8 @@ def main() -> None:
         return state_run(opts)
     table = dict(KINDS) if opts.base else {**KINDS, **LONG_KINDS, **LAYOUT_KINDS, **OPS_KINDS,
                                                   **REACH_KINDS, **CROSS_KINDS,
-                                                  **SWEEP_KINDS, **MODEL_KINDS}
+                                                  **SWEEP_KINDS, **MODEL_KINDS,
+                                                  **VALUE_KINDS}
     if opts.kinds == "ops":
         table = dict(OPS_KINDS)
     elif opts.kinds == "reach":
@@ -85,6 +88,8 @@ def main() -> None:
         table = dict(SWEEP_KINDS)
     elif opts.kinds == "model":
         table = dict(MODEL_KINDS)
+    elif opts.kinds == "values":
+        table = dict(VALUE_KINDS)
     elif opts.kinds:
         table = {k: table[k] for k in opts.kinds.split(",")}
     torch.set_num_threads(1)

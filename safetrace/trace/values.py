@@ -30,6 +30,8 @@ VALUE_OPS: dict[Any, Any] = {
     _A.neg.default: lambda a: -a[0],
     _A.floor_divide.default: lambda a: _floordiv(a[0], a[1]),
     _A.floor_divide.Scalar: lambda a: _floordiv(a[0], a[1]),
+    _A.remainder.Scalar: lambda a: _mod(a[0], a[1]),
+    _A.remainder.Tensor: lambda a: _mod(a[0], a[1]),
     _A.clone.default: lambda a: a[0],
     _A.to.dtype: lambda a: a[0], _A._to_copy.default: lambda a: a[0],
 }
@@ -57,6 +59,14 @@ def values(v: Any) -> Any:
 def _floordiv(a: Any, b: Any) -> Any:
     if isinstance(b, int) and b > 0:
         return a // b
+    return None
+
+
+def _mod(a: Any, b: Any) -> Any:
+    """``torch.remainder`` of integers: Python's ``%`` (the divisor's sign), by a positive
+    constant only (as ``_floordiv``)."""
+    if isinstance(b, int) and not isinstance(b, bool) and b > 0:
+        return a % b
     return None
 
 

@@ -18,7 +18,8 @@ Per input (an exported program called on fresh inputs):
   count_by_design such a rejection by the requirement that a number of pieces (``chunk``,
                   ``split``, ``unbind``) equal the example's, where the program reads the
                   pieces as a whole (a loop over them, ``len``, unpacking), or that a loop
-                  ``for _ in range(n)`` counted by a size run as often as on a traced side:
+                  ``for _ in range(n)`` or ``while k > 1`` counted by a size run as often
+                  as on a traced side:
                   one graph holds one count of ops, as torch.export's guard does
                   (``count_pin``)
   vmap_by_design  such a rejection of an empty batch by ``torch.vmap``'s requirement that
@@ -301,7 +302,11 @@ _WHOLE = re.compile(r"\bfor\b|\blen\(|\*\w|\bsum\(|\blist\(|\btuple\(")
 def count_pin(message: str) -> bool:
     """Whether a rejection is a failed ``count == N`` requirement of a line that makes
     pieces and reads them as a whole (a Python loop or ``len`` of them): their number is
-    the example's in a graph (trace/pieces.py pins it only there)."""
+    the example's in a graph (trace/pieces.py pins it only there); or any requirement of
+    a ``while`` line on sizes (``while k > 1: k //= 2``): unrolled, its count is a traced
+    side's (a range of sizes, ``abs(n - 3) <= 3``, or the bound a ``Dim.DYNAMIC`` took)."""
+    if re.match(r"(FailedCondition|OutOfRange): .*?\(from `while [^`]*` at ", message, re.S):
+        return True
     m = re.match(r"FailedCondition: the inputs violate `(.*)`, required \(from `(.*?)` at ",
                  message, re.S)
     if not m:

@@ -213,6 +213,12 @@ def test_a_pinned_count_of_pieces_read_whole_is_counted_by_design():
                      "== 3)`, required (from `for _ in range(min(x.numel(), 3)):` at p:10)")
     assert count_pin(rounds)
     assert not count_pin(rounds.replace("== 3)`", ">= 3)`"))
+    # a ``while`` on a size (fuzz seed 3022): unrolled, its count a traced side's range
+    halving = (head + "`abs(x.shape[0] - 3) <= 3`, required (from `while _k > 1:` at p:9)")
+    assert count_pin(halving)
+    assert count_pin("OutOfRange: a.shape[0] = 8, but it must be <= 7 (from `while _k > 1:` "
+                     "at t.py:7)")
+    assert not count_pin(halving.replace("while _k > 1:", "_k = _k // 2"))
 
 
 @pytest.mark.slow   # (~10 s)

@@ -4,7 +4,7 @@ a size expression (trace/values.py).  Two findings of session 31's fuzzing:
 - ``int(torch.tensor(n // 2 + 1))`` as a count (``x.chunk(int(k))``) was refused for every
   such program (TooManySplits): ``Tensor.__int__`` must return a real int, so the size was
   specialized once per count; the user's ``int()`` (rewritten, trace/pycalls.py) now gives
-  the known value as ``.item()`` does.
+  the known value as ``.item()`` does (and ``torch.tensor(n) % 4`` has one: ``n % 4``).
 - the value ignored the tensor's integer width: ``torch.tensor(n).to(torch.uint8)`` holds
   ``n % 256``, but the program used ``n`` (a WRONG result at n >= 256: ``x[:t]`` kept every
   row; ``torch.ones(t.item())`` computed where eager raises on a negative int8).  A value
@@ -41,7 +41,10 @@ def test_int_of_a_size_valued_tensor_is_that_size():
     def repeated(x):
         return x.repeat(int(torch.tensor(x.shape[0] // 2 + 1)), 1)
 
-    for f in (chunked, repeated):
+    def remainder(x):   # (torch.remainder by a positive constant keeps the value too)
+        return torch.full((int(torch.tensor(x.shape[0]) % 4),), 2.0) + x.sum()
+
+    for f in (chunked, repeated, remainder):
         ep = st.export(f, (torch.randn(6, 3),), dynamic_shapes=({0: Dim("n", max=40)},))
         _same(ep, f, (0, 1, 2, 5, 6, 7, 20, 40))
         with pytest.raises(st.InputMismatchError):
