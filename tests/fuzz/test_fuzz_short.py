@@ -254,6 +254,11 @@ def test_an_empty_vmap_batch_is_counted_by_design():
     msg = error_text(e.value)
     assert empty_vmap(msg) and by_design(ep, spec, [(0, 3)], msg) == "vmap_by_design"
     assert not empty_vmap(msg.replace("vmap(", "map("))
+    # a batch computed from a size (seed 301: `y.reshape(-1, 2)` on a branch's even side)
+    halves = ("FailedCondition: the inputs violate `((y.shape[0]*y.shape[1]) % 2 != 0) or "
+              "(y.shape[0]*y.shape[1] >= 2)`, required (from `v3 = torch.vmap(lambda r: "
+              "r.amax())(v1)` at <fuzz program>:10)")
+    assert empty_vmap(halves) and not empty_vmap(halves.replace(">= 2)`", "<= 2)`"))
     with pytest.raises(IndexError):   # eager's own refusal of another function
         torch.vmap(lambda r: r * 2 + r.sum())(torch.randn(0, 3))
 
