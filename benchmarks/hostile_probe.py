@@ -27,11 +27,14 @@ over two more bases with custom ops over varying sizes), and the program's file 
 after it loaded (``afterload``: truncated to 0 or half, rewritten or zeroed in place,
 replaced, appended to; session 28: each call must compute what a copy loaded from the
 file's bytes does), a control or format character in one string of the program (``text``,
-session 29); every program that runs is printed, saved again and loaded (the same
-outputs), and converted (``to_torch()``: converted or a catalogue refusal); every
-program that runs is called once more with its inputs inside larger buffers of sentinels
-(a read or a write of the caller's memory around them: a finding).  Each variant is loaded in a
-worker process under an address-space cap and an alarm, then called at a few input sizes.
+session 29), and sizes read from data recorded as other such sizes (``reads``: a clamped
+``min(u0, 5)`` written ``u0``, symbols swapped, numbers shifted, assertions removed,
+ranges narrowed: benchmarks/hostile_reads.py over four more bases, session 31); every
+program that runs is printed, saved again and loaded (the same outputs), and converted
+(``to_torch()``: converted or a catalogue refusal); every program that runs is called
+once more with its inputs inside larger buffers of sentinels (a read or a write of the
+caller's memory around them: a finding).  Each variant is loaded in a worker process
+under an address-space cap and an alarm, then called at a few input sizes.
 Outcomes: ``load_error``, ``ran``, ``call_refused`` (InputMismatchError / LoadError /
 RuntimeAssertionError at call, or every size drawn refused by the input checks),
 ``call_torch`` (torch raised at call: a file whose contract admits sizes or values its
@@ -161,6 +164,9 @@ def programs() -> dict[str, bytes]:
     made.update(hostile_subgraphs.programs())
     made.update(hostile_extra.programs())
     made.update(hostile_more.programs())
+    import hostile_reads
+
+    made.update(hostile_reads.programs())
     return hostile_subgraphs.saved(made)
 
 
@@ -746,11 +752,12 @@ def main() -> int:
     ap.add_argument("--classes", default=None,
                     help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel,text,"
                          "alias,names,ops,ranges,views,operands,records,offsets,order,"
-                         "counts,depth,dups,unicode,recmeta,lists,afterload)")
+                         "counts,depth,dups,unicode,recmeta,lists,afterload,reads)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import hostile_extra
     import hostile_more
+    import hostile_reads
     import hostile_subgraphs
 
     if a.worker:
@@ -766,7 +773,7 @@ def main() -> int:
             continue
         n = a.per_program
         wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel,text,alias,names,ops,"
-                               "ranges,views,operands,records,afterload," +
+                               "ranges,views,operands,records,afterload,reads," +
                                ",".join(hostile_extra.KINDS)).split(","))
         makers = [("json", json_variants, n), ("multi", multi_variants, n),
                   ("tensor", tensor_variants, n // 4), ("bytes", byte_variants, n // 4),
@@ -777,6 +784,7 @@ def main() -> int:
                     n // 4) for kind in hostile_more.KINDS]
         makers += [(kind, lambda b, r, c, kind=kind: hostile_extra.variants(b, r, c, kind),
                     n // 4) for kind in hostile_extra.KINDS]
+        makers.append(("reads", lambda b, r, c: hostile_reads.variants(b, r, c), n // 2))
         makers.append(("afterload", lambda b, r, c: [
             (f"afterload:{r.choice(AFTER_LOAD)}", b) for _ in range(c)], n // 4))
         variants = [v for cls, make, c in makers if cls in wanted for v in make(blob, rng, c)]

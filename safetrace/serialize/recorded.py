@@ -119,6 +119,7 @@ class Recorded:
         # its evaluation is otherwise refuted (``_rescue``)
         self.pins: dict = {}
         self.held: list = []  # (those equalities, once checked at call)
+        self._dims = False  # (whether ``_size`` compares a tensor's sizes now)
 
     def scope(self) -> tuple:
         """What matches are known now (a subgraph's are its own: ``restore``)."""
@@ -339,8 +340,11 @@ class Recorded:
                     len(rec.shape) != len(der.shape):  # (the device is the export's: a
                 # program exported on the meta device runs on the weights given at load)
                 return False
-            return _all(self._at(i, self._size, r, d)
+            self._dims = True  # (a tensor's sizes: a check at call reads them)
+            same = _all(self._at(i, self._size, r, d)
                         for i, (r, d) in enumerate(zip(rec.shape, der.shape)))
+            self._dims = False
+            return same
         if isinstance(rec, (list, tuple)):
             if not isinstance(der, (list, tuple)) or len(rec) != len(der):
                 return False
@@ -431,6 +435,12 @@ class Recorded:
                 # read from data, recorded as of the inputs; of the inputs, recorded as
                 # read from data, [1000*u0] for [s0]: either holds only where the graph's
                 # checks prove it, else it is checked at call)
+            elif self._dims and self._values is not None and {str(x) for x in r_in.free_symbols
+                                                               } <= _held(self._values):
+                # (read from data both, not provably one, held in its graph: ``w[:u0]`` of a
+                # 5-row ``w`` recorded [u0, 4] for [min(u0, 5), 4]; checked at call since
+                # session 31. Not held, a split side's read of the main count: as written)
+                self.unsure.append((tuple(self._path), r_in))
         return answer
 
     def _as_input(self, rec: Any, r: Expr, d: Expr) -> bool:
@@ -582,6 +592,10 @@ def _scratch(v: Any, like: TensorMeta, env: Any) -> Any:
     m = v.st_meta if isinstance(v, Proxy) else v
     return TensorMeta(tuple(s if isinstance(s, int) else new_symbolic(to_expr(s.expr), env)
                             for s in m.shape), m.dtype, like.device)
+
+
+def _held(values: dict) -> set:
+    return set().union(*(_names(v) for v in values.values()))
 
 
 def _names(v: Any) -> set:

@@ -82,11 +82,13 @@ class StateReader:
             else {}
         state, constants = {}, {}
         laid: dict = {}
+        orders: dict = {}  # (id of a stored tensor -> the order its first name lays it out in)
         for where, name, s, dtype, shape in entries:
             if name in given:
                 t = given[name]
             else:
                 t = self._tensor(f"state:{name}", where, dtype, shape, aliases)
+                _one_order(orders, t, s.get("order"), where)
                 if s.get("order") is not None:  # (laid out as at export: saving.dense_order;
                     key = (id(t), tuple(s["order"]))  # tied names stay one tensor)
                     if key not in laid:
@@ -102,6 +104,7 @@ class StateReader:
             name = self._state_name(name, f"constants[{i}]", seen)
             constants[name] = self._tensor(f"constant:{name}", f"constants[{i}]", None, None,
                                            aliases)
+            _one_order(orders, constants[name], None, f"constants[{i}]")
         if self.names:
             raise fail("file", f"tensors not declared by the program: {sorted(self.names)[:5]}")
         return state, constants
@@ -178,6 +181,18 @@ class StateReader:
             raise fail(where, f"stored tensor is {t.dtype} {list(t.shape)}, the program "
                               f"declares {dtype} {list(shape)}")
         return t
+
+
+def _one_order(orders: dict, t: torch.Tensor, order: Any, where: str) -> None:
+    """Names tied to one stored tensor (``aliases``) lay it out in one order: the writer
+    ties only tensors of one storage, offset, shape and strides, and a name laid out in
+    another order would be a copy of its own, untied (a write to one not reaching the
+    other, where the file says they are one tensor; session 31)."""
+    first = orders.setdefault(id(t), order)
+    if first != order:
+        raise fail(where, f"tied (aliases) to a tensor the file lays out in order {first}, "
+                          f"but laid out in order {order}: tied names are one tensor, of one "
+                          "layout")
 
 
 __all__ = ["LazyTensor", "StateReader"]

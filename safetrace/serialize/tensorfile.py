@@ -286,7 +286,7 @@ def _start(first: bytes, tail: Any, where: str) -> None:
 def _seekable(f: Any) -> bool:
     try:
         return bool(f.seekable())
-    except (AttributeError, OSError, ValueError):
+    except Exception:  # noqa: BLE001 - one that cannot say (or fails saying): read it in order
         return False
 
 
@@ -298,7 +298,7 @@ def _stream_left(f: Any) -> int | None:
         pos = f.tell()
         end = f.seek(0, os.SEEK_END)
         f.seek(pos)
-    except (AttributeError, OSError, ValueError):
+    except Exception:  # noqa: BLE001 - one whose seek or tell fails: of unknown size
         return None
     return max(0, end - pos) if isinstance(end, int) and isinstance(pos, int) else None
 
@@ -325,6 +325,9 @@ def _readinto(f: Any, view: memoryview, where: str) -> None:
                 got = readinto(view[done:done + _STREAM_PIECE])
             except NotImplementedError:  # (a RawIOBase that implements read only)
                 readinto = None
+            except Exception as err:  # noqa: BLE001 - the file object's own failure
+                raise _failed(f"readinto() of {min(view.nbytes - done, _STREAM_PIECE)} "
+                              "bytes", err) from err
         if got is None and readinto is not None:
             raise bad_file(None, "the file object would block (a non-blocking stream): give "
                                  "st.load a blocking file")
@@ -343,7 +346,10 @@ def _readinto(f: Any, view: memoryview, where: str) -> None:
 def _read(f: Any, n: int) -> bytes:
     """``f.read(n)``: bytes, at most ``n`` of them (a file object that returns more would
     shift what the loader reads where, or run its count of what is left below zero)."""
-    piece = f.read(n)
+    try:
+        piece = f.read(n)
+    except Exception as err:  # noqa: BLE001 - the file object's own failure (closed, EIO)
+        raise _failed(f"read({n})", err) from err
     _binary(piece)
     size = memoryview(piece).nbytes  # (a memoryview of wider items: its bytes)
     if size > n:
@@ -356,6 +362,14 @@ def _lied(call: str, got: Any) -> Exception:
                           "object gives at most the bytes asked for",
                     "give st.load the file's path, its bytes, or a file object of the io "
                     "module (open(path, 'rb'), io.BytesIO)")
+
+
+def _failed(call: str, err: Exception) -> Exception:
+    """A LoadError for an exception the file object's own method raised (its cause)."""
+    return bad_file(None, f"the file object's {call} raised {type(err).__name__}: "
+                          f"{str(err)[:200]}",
+                    "give st.load an open, readable binary file object, the file's path or "
+                    "its bytes (the original exception is this error's __cause__)")
 
 
 def _binary(piece: Any) -> None:

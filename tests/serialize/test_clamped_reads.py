@@ -1,0 +1,94 @@
+"""A tensor's size read from data that the file records as a bare symbol of its own where
+the graph computes another size read from data (``w[:n]`` of a 5-row ``w``: the graph
+computes ``min(u0, 5)`` rows, the file records ``u0``) is not believed: checked at each
+call before the node's first use, a RuntimeAssertionError where they differ.
+
+Before (session 31): the loader compared the two, could neither prove nor refute them,
+and kept the record as written with no check (the branch for sizes read from data on
+both sides was missing): the loaded program printed ``mul: f32[u0, 4]`` and ``add:
+f32[u0]`` for two outputs of 5 and 7 rows at ``n = 7`` (``to_torch()`` and ``st.save``
+kept the lie), in the main graph and in ``torch.cond`` branches.  The exporter writes
+``min(u0, 5)`` there; the file's ``u0`` is a lie a check at call catches.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+import torch
+
+import safetrace as st
+from tests.serialize import hostile
+
+
+class _Head(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(5, 4))
+
+    def forward(self, x):
+        n = x.sum().item()
+        torch._check(n >= 0)
+        return self.w[:n] * 2, torch.zeros(n) + 1
+
+
+class _Branches(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(5, 4))
+
+    def forward(self, x):
+        n = x.sum().item()
+        torch._check(n >= 0)
+        return torch.cond(x.shape[0] > 1, lambda w: w[:n] * 2, lambda w: w[:n] * 3,
+                          (self.w,))
+
+
+def _saved(model: torch.nn.Module) -> bytes:
+    ep = st.export(model, (torch.tensor([1, 1]),),
+                   dynamic_shapes={"x": {0: st.Dim("b", max=64)}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    return buf.getvalue()
+
+
+def _lying(model: torch.nn.Module) -> bytes:
+    """The file with every ``min(u0, 5)`` it records written ``u0``."""
+    doc, tensors = hostile.parts(_saved(model))
+    text = json.dumps(doc)
+    assert '["min", "u0", 5]' in text
+    return hostile.pack(None, tensors, text.replace('["min", "u0", 5]', '"u0"'))
+
+
+_X = [torch.tensor([1, 1]), torch.tensor([0]), torch.tensor([5]), torch.tensor([2, 1]),
+      torch.tensor([], dtype=torch.int64)]
+
+
+@pytest.mark.parametrize("model", [_Head, _Branches])
+def test_saved_clamp_loads_and_runs_at_every_count(model):
+    """The exporter's own file: no check refuses a call (counts 0 to 9, past the 5 rows)."""
+    torch.manual_seed(0)
+    m = model()
+    mod = st.load(_saved(m)).module()
+    for x in _X + [torch.tensor([7]), torch.tensor([9, 0])]:
+        got, want = mod(x), m(x)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("model", [_Head, _Branches])
+def test_count_recorded_for_clamped_rows_is_checked_at_call(model):
+    torch.manual_seed(0)
+    m = model()
+    blob = _lying(m)
+    mod = st.load(blob).module()
+    for x in _X:  # (where the record holds: as eager)
+        for g, w in zip(mod(x), m(x)):
+            torch.testing.assert_close(g, w)
+    for x in (torch.tensor([7]), torch.tensor([6, 0]), torch.tensor([40, 1])):
+        with pytest.raises(st.RuntimeAssertionError, match=r"'slice_1' .*the file records"):
+            mod(x)
+    with pytest.raises(st.InputMismatchError):  # (out of the declared space: before running)
+        mod(torch.ones(65, dtype=torch.int64))
