@@ -48,6 +48,7 @@ from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.raising import is_requirement
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, raised_at, short, stack_trace
+from safetrace.trace.pieces import drop_unread
 from safetrace.trace.subclasses import drop_unused, output_node, traceable, watch_state
 from safetrace.trace.torchbind import is_torchbind
 from safetrace.trace.tracer import Tracer
@@ -253,6 +254,7 @@ class Exporter:
         out_leaves, out_spec = _flatten_outputs(out)
         outputs = self._outputs(tracer, guard, out_leaves)
         drop_unused(tracer)  # what tensor subclasses computed and nothing reads
+        drop_unread(tracer)  # the pieces of a size-dependent split nothing reads
         constants = _used_constants(self.graph, tracer.constants)
         # (a tensor the code made, as torch.tensor(6.): made anew by each eager call; any
         # other, held by the model or not, is state a write keeps: ExportedProgram.own_state)

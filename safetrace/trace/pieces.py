@@ -11,11 +11,14 @@ eager's pieces are) whose end is clamped by a Min, so a slice is valid for every
 unused ones cost nothing; ``len()`` under tracing is the symbolic count (``pybuiltins``).
 Reading the tuple as a whole (iterating, unpacking, slicing it, ``len`` outside tracing,
 handing it to an op, returning it) pins the count to the example's with a guard, as a
-plain tuple would have.
+plain tuple would have.  The pieces nothing read are erased after the trace
+(``drop_unread``): a count of thousands at the example (``x.chunk(x.numel())[0]``) made a
+graph of that many slices, a saved file over the loader's budget.
 """
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 import torch
@@ -170,7 +173,51 @@ def _slice(tr: Recorder, x: Any, d: int, start: Any, q: Any, n: Any) -> Any:
     """Piece ``x[start:start + q]`` along `d`: both bounds clamped by a Min, never guarded
     (a literal bound would be guarded to lie within the example's size)."""
     lo = start if isinstance(start, int) and start == 0 else sym_min(start, n)
-    return tr.emit(aten.slice.Tensor, (x, d, lo, sym_min(start + q, n)), {})
+    out = tr.emit(aten.slice.Tensor, (x, d, lo, sym_min(start + q, n)), {})
+    made = getattr(tr, "st_pieces", None)
+    if made is None:
+        made = tr.st_pieces = []
+    made.append((out.st_node, tr.scope))
+    return out
+
+
+# the size arithmetic a piece's bounds are computed with (never raises: no division by a
+# size that may be 0, ``q1 = max(q, 1)``), erased with the piece where nothing else reads it
+_ARITH = frozenset((operator.add, operator.sub, operator.mul, operator.floordiv,
+                    operator.mod, operator.neg, min, max))
+
+
+def drop_unread(tr: Recorder) -> None:
+    """After the trace: erase each piece's slice that nothing reads (a view whose bounds
+    are clamped, valid at every size: never an error eager would raise), and the size
+    arithmetic only it read (dropped from its scope's table of size nodes)."""
+    made = getattr(tr, "st_pieces", None)
+    if not made:
+        return
+    tr.st_pieces = []
+    sources = {v if isinstance(v, torch.fx.Node) else v[0] for v in tr.sym_sources.values()}
+    owners: dict = {}
+    root = tr.scopes[0]  # (a branch's or body's graph is a module already: left as is)
+    for node, scope in reversed(made):
+        if scope is not root or node.users or node in sources or node is root.first_op or \
+                getattr(node, "_erased", False):
+            continue
+        pending = [a for a in node.all_input_nodes if a.op == "call_function"]
+        node.graph.erase_node(node)
+        while pending:
+            n = pending.pop()
+            if n.users or n in sources or n.target not in _ARITH or n is root.first_op or \
+                    getattr(n, "_erased", False):
+                continue
+            if id(scope) not in owners:
+                owners[id(scope)] = {}
+                for key, v in scope.sym_nodes.items():
+                    if isinstance(v, torch.fx.Node):
+                        owners[id(scope)].setdefault(v, []).append(key)
+            for key in owners[id(scope)].pop(n, ()):
+                scope.sym_nodes.pop(key, None)
+            pending.extend(a for a in n.all_input_nodes if a.op == "call_function")
+            n.graph.erase_node(n)
 
 
 def pieces(tr: Recorder, x: Any, d: int, kind: str, k: Any,

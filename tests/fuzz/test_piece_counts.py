@@ -63,3 +63,29 @@ def test_chunk_count_of_zero_is_refused_before_running():
     ep = st.export(f, (torch.randn(7), torch.randn(3)), dynamic_shapes=spec)
     _check(ep, f, [(torch.randn(n), torch.randn(m)) for n in (0, 1, 4, 7, 10)
                    for m in (0, 1, 2, 5)])
+
+
+def test_pieces_nothing_reads_leave_no_nodes(tmp_path):
+    """Session 31, fuzz seed 3114 (``--kinds values``): ``chunk`` into as many pieces as
+    elements, 3,528 at the example, read at piece 0 and -1: every piece was a slice of the
+    graph (10,608 nodes), and ``st.load`` refused the saved file (over its JSON budget).
+    The pieces nothing reads are erased after the trace; pieces read whole still count."""
+    def f(x):
+        p = x.reshape(-1).chunk(int(torch.tensor(max(x.numel(), 1))), 0)
+        return torch.cat([p[0] * 2, p[-1] + 1])
+
+    ep = st.export(f, (torch.randn(7, 6, 6, 12),), dynamic_shapes=({3: Dim("d", max=16)},))
+    assert sum(1 for n in ep.graph.nodes if n.op == "call_function") < 40
+    st.save(ep, tmp_path / "p.pt2")
+    loaded = st.load(tmp_path / "p.pt2")
+    for prog in (ep, loaded):
+        _check(prog, f, [(torch.randn(7, 6, 6, d),) for d in (0, 1, 5, 12, 16)])
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(7, 6, 6, 17))
+
+    def whole(x):   # (read as a whole: the count pinned where it varies, each piece kept)
+        return torch.stack([p.sum() for p in x.chunk(2)])
+
+    ep = st.export(whole, (torch.randn(6, 3),), dynamic_shapes=({0: Dim("n", min=2,
+                                                                        max=16)},))
+    _check(ep, whole, [(torch.randn(n, 3),) for n in (2, 3, 7, 16)])
