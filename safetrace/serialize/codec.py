@@ -9,6 +9,7 @@ import collections
 import contextlib
 import contextvars
 import dataclasses
+import inspect
 import math
 import re
 import sys
@@ -497,7 +498,9 @@ def _loaded_class(name: str, where: str) -> Any:
     for p in parts:
         if p.startswith("__"):
             raise fail(where, f"bad class name {_short(name)}")
-        obj = getattr(obj, p, None)
+        # (what is defined there, no module __getattr__: torch's imports torch._dynamo for
+        # "torch:_dynamo.X", 800 modules a file chose to import; session 31)
+        obj = inspect.getattr_static(obj, p, None)
     if not isinstance(obj, type):
         raise fail(where, f"class {name} not found in the imported module {mod_name}")
     return obj

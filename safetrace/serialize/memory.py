@@ -324,6 +324,8 @@ class StaticMemory(SubgraphMemory, AsRecorded):
             self._work(node, touched(target, args, kwargs, None), tally, prior)
         if out is _UNKNOWN or not all(_simple(x.expr) for x in _sizes(out)):
             return _UNKNOWN, _UNKNOWN
+        if node.graph is not self.main:  # (the main graph's: never_runs.state_keeps_shape)
+            never_runs.reshaped_operand(node, target, args, out)
         self._work(node, touched(target, args, kwargs, out), tally, prior)
         return out, result_bytes(target, out, args, kwargs)
 

@@ -76,6 +76,89 @@ def writes_fit(outputs: Any, specs: list, state: dict, values: dict) -> None:
                                             "buffer's shape")
 
 
+# in-place ops that change their tensor's shape (not its values): on the program's state
+_RESHAPING = frozenset(("t_", "transpose_", "squeeze_", "unsqueeze_", "swapdims_",
+                        "swapaxes_"))
+
+
+def state_keeps_shape(graph: torch.fx.Graph, inputs: list, values: dict) -> None:
+    """Refuse an in-place op of the main graph that changes the shape of a parameter,
+    buffer or constant (``self.w.t_()`` of a ``[1, 4]`` buffer, ``unsqueeze_``): torch
+    runs it, but the state then has another shape at the next call, which the loader's
+    analysis (its memory and work bounds, the records it holds) never saw: a ``[1, 2**16]``
+    buffer transposed each call made ``x * w`` ``[2**16, 1]`` at one call and
+    ``[2**16, 2**16]`` (16 GiB) at the next (session 31).  An in-place op returns its
+    tensor itself: the ops after it on what it returns act on the state too."""
+    own = {s.name: f"{s.kind} {s.target!r}" for s in inputs if s.kind != "user_input"}
+    root: dict = {}  # node -> the state placeholder whose tensor it is
+    for node in graph.nodes:
+        if node.op == "placeholder" and node.name in own:
+            root[node] = node
+            continue
+        op = node.target
+        if node.op != "call_function" or not isinstance(op, torch._ops.OpOverload) or \
+                not node.args or node.args[0] not in root or not _returns_self(op):
+            continue
+        root[node] = state = root[node.args[0]]
+        got, want = values.get(node), values.get(state)
+        if not isinstance(want, TensorMeta):
+            continue
+        if isinstance(got, TensorMeta):
+            sizes = tuple(got.shape)
+            if len(sizes) == len(want.shape) and all(not isinstance(a, int) or a == b for a, b
+                                                     in zip(sizes, want.shape)):
+                continue
+        elif op._opname not in _RESHAPING:
+            continue
+        else:
+            sizes = ("?",)
+        raise bad_file(f"node {node.name!r}", f"{op} changes the shape of the program's "
+                       f"{own[state.name]} in place ({list(want.shape)} to {list(sizes)}): the "
+                       "next call would run on a state of a shape the loader never checked",
+                       "keep the state's shape in forward (an out-of-place op: w.t() instead "
+                       "of w.t_()), and export and save the program again")
+
+
+def reshaped_operand(node: torch.fx.Node, op: Any, args: Any, out: Any) -> None:
+    """Refuse an in-place op of a subgraph that changes the shape of what the subgraph
+    is given (a ``torch.cond`` branch's ``w.t_()`` of the program's ``[1, 4]`` buffer: the
+    caller's tensor itself, of another shape at the next call; st.export refuses it)."""
+    if not isinstance(out, TensorMeta) or not args or not isinstance(args[0], TensorMeta) \
+            or not _returns_self(op):
+        return
+    root = node.args[0]
+    while isinstance(root, torch.fx.Node) and root.op == "call_function" and \
+            isinstance(root.target, torch._ops.OpOverload) and root.args and \
+            _returns_self(root.target):
+        root = root.args[0]
+    if not isinstance(root, torch.fx.Node) or root.op != "placeholder":
+        return  # (a tensor of its own: no one else sees its shape)
+    was, now = tuple(args[0].shape), tuple(out.shape)
+    if len(was) == len(now) and all(not isinstance(a, int) or not isinstance(b, int) or a == b
+                                    for a, b in zip(was, now)):
+        return
+    raise bad_file(f"node {node.name!r}", f"{op} changes the shape of {root.name!r}, which "
+                   f"its graph is given, in place ({list(was)} to {list(now)}): the caller's "
+                   "tensor would have another shape after the call, which the loader's "
+                   "analysis never saw", "an out-of-place op (w.t() instead of w.t_()); "
+                   "export and save the program again")
+
+
+_SELF: dict = {}  # op -> whether it writes its first argument and returns it
+
+
+def _returns_self(op: Any) -> bool:
+    """Whether ``op`` writes its first argument and returns it (an in-place op)."""
+    hit = _SELF.get(op)
+    if hit is None:
+        args, rets = op._schema.arguments, op._schema.returns
+        a = args[0].alias_info if args else None
+        r = rets[0].alias_info if len(rets) == 1 else None
+        hit = _SELF[op] = a is not None and r is not None and a.is_write and \
+            a.before_set == r.before_set
+    return hit
+
+
 _DIVISIONS = (operator.floordiv, operator.mod, operator.truediv)
 
 

@@ -92,6 +92,7 @@ class Builder(StateReader):
         bound.graph(graph, memory.state_of(inputs, state, constants, out_specs),
                     {s.name: contract.inputs[s.leaf] for s in inputs if s.kind == "user_input"})
         never_runs.writes_fit(outputs, out_specs, state, bound.values)
+        never_runs.state_keeps_shape(graph, inputs, bound.values)
         contract = read_points.in_contract(contract, read_points.settle(
             self.env, bound.recorded.spans if bound.recorded else {}))
         bound.refuse_late(requirements.guard(self._all_graphs, bound.inline,

@@ -201,6 +201,12 @@ def test_state_writes_are_the_programs_and_never_the_callers(cases, name):
     doc, tensors = cases[name]
     blob = bytearray(hostile.pack(doc, tensors))
     before = bytes(blob)
+    if name == "constant_unsqueeze_":  # (since session 31 refused: the next call would run
+        # on a constant of another rank, which the loader's analysis never saw)
+        with pytest.raises(st.LoadError, match="changes the shape of the program's constant"):
+            st.load(blob)
+        assert bytes(blob) == before
+        return
     x = _input(st.load(before))
     reference = st.load(before).module()
     want = [reference(x) for _ in range(6)]  # one module, six calls
