@@ -96,6 +96,16 @@ def speech_text(cls_model, cls_cfg, n=800, lo=400, **kw):
     return build
 
 
+def no_decoder_cache(build):
+    """T5Gemma's config turns its decoder's cache on whatever it is given: off after building,
+    as a user exporting the model for one call sets it."""
+    def rebuild():
+        sw = build()
+        sw.model.decoder.config.use_cache = False
+        return sw
+    return rebuild
+
+
 def _backbone(**kw):
     import transformers
     return transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16, 16, 16],
@@ -141,8 +151,9 @@ MORE = {
     "mamba2": text("Mamba2ForCausalLM", "Mamba2Config", mask=False, vocab_size=VOCAB,
                    hidden_size=32, num_hidden_layers=2, num_heads=4, head_dim=16, state_size=8,
                    n_groups=1, chunk_size=8, expand=2, conv_kernel=4),
-    "t5gemma": seq2seq("T5GemmaModel", "T5GemmaConfig", encoder=dict(_GQA, head_dim=8),
-                       decoder=dict(_GQA, head_dim=8, use_cache=False), vocab_size=VOCAB),
+    "t5gemma": no_decoder_cache(seq2seq("T5GemmaModel", "T5GemmaConfig", vocab_size=VOCAB,
+                                        encoder=dict(_GQA, head_dim=8),
+                                        decoder=dict(_GQA, head_dim=8))),
     "clip": clip_pair("CLIPModel", "CLIPConfig",
                       dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
                            num_attention_heads=4, intermediate_size=64,
