@@ -96,6 +96,22 @@ def speech_text(cls_model, cls_cfg, n=800, lo=400, **kw):
     return build
 
 
+def waveform(cls_model, cls_cfg, **kw):
+    """Codecs on (batch, channels, samples) audio: the sample count is the size dim."""
+    def build():
+        model = _model(cls_model, _cfg(cls_cfg, **kw))
+
+        def make(b, n):
+            g = torch.Generator().manual_seed(b * 1000 + n)
+            return {"input_values": torch.randn(b, 1, n, generator=g)}
+
+        def spec(batch, size):
+            return {"input_values": {0: batch, 2: size}}
+        return Sweep(model, make, spec, example=(2, 400), others=[(1, 320), (3, 555), (0, 400)],
+                     outside=(2, 20), size_dim=(100, 4000))
+    return build
+
+
 def no_decoder_cache(build):
     """T5Gemma's config turns its decoder's cache on whatever it is given: off after building,
     as a user exporting the model for one call sets it."""
@@ -287,4 +303,7 @@ MORE = {
                              layer_types=["mamba", "attention"], mamba_n_heads=4,
                              mamba_d_head=16, mamba_d_state=4, mamba_chunk_size=8,
                              num_local_experts=4, shared_intermediate_size=32, **_MOE),
+    "encodec": waveform("EncodecModel", "EncodecConfig", hidden_size=16, num_filters=4,
+                        upsampling_ratios=[2, 2], codebook_size=16, codebook_dim=16,
+                        num_lstm_layers=1, sampling_rate=400, target_bandwidths=[1.5]),
 }
