@@ -64,6 +64,20 @@ def _user_keys(layout: tuple) -> tuple:
     return hit
 
 
+# a module's hook tables: forward may register hooks on its submodules lazily, once
+# (transformers' output capturing installs them on its first call and marks the model with
+# an attribute); the snapshot takes their contents back with the attribute, or the next
+# eager call would install them again beside the first ones
+_HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_forward_hooks_with_kwargs",
+                "_forward_hooks_always_called", "_forward_pre_hooks_with_kwargs",
+                "_backward_hooks", "_backward_pre_hooks")
+_EMPTY: dict = {}
+
+
+def _hook_tables(d: dict) -> tuple:
+    return tuple(d.get(k, _EMPTY) for k in _HOOK_TABLES)
+
+
 # type -> whether its objects held as a module attribute are plain Python objects whose
 # attributes forward may change (``self.cfg.n += 1``): snapshot and restored one level deep
 _OBJECT_TYPES: dict[type, bool] = {}
@@ -141,6 +155,9 @@ class ModuleGuard:
         self.objects: list[tuple[Any, dict, str]] = []
         self.changed: list[tuple[str, Any, Any]] = []
         self.scripted: list[tuple[Any, str, Any]] = []  # (C++ module, attribute, value)
+        # (a module's path, its hook tables, copies of their contents or None where all
+        # were empty)
+        self.hooks: list[tuple[str, tuple, tuple | None]] = []
         # (path, module, attribute, value before, value after) per plain Python value
         # (int, float, bool, str, None) forward changed: exporter/python_state.py
         self.scalars: list[tuple[str, Any, str, Any, Any]] = []
@@ -188,6 +205,9 @@ class ModuleGuard:
                                    attrs, mod.training, d.copy(), layout))
                 if "_c" in d or "_actual_script_module" in d:
                     self.scripted += _script_attributes(mod)
+                tables = _hook_tables(d)
+                self.hooks.append((mname, tables, tuple(t.copy() for t in tables)
+                                   if any(tables) else None))
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -231,6 +251,16 @@ class ModuleGuard:
                 d.update(everything)
             if mod.training is not training:  # (bools; a Parameter named training: as is)
                 mod.training = training
+        for mname, tables, copies in self.hooks:
+            if copies is None and not any(tables):
+                continue
+            for name, t, before in zip(_HOOK_TABLES, tables, copies or (_EMPTY,) * 7):
+                if t.keys() != before.keys():  # (hooks forward registered: taken back,
+                    # and traced again with them as state, python_state.py)
+                    self.scalars.append((f"{mname}.{name}" if mname else name, t, CONTENTS,
+                                         dict(before), dict(t)))
+                    t.clear()
+                    t.update(before)
         for obj, before, path in self.objects:
             d = obj.__dict__
             if len(d) != len(before) or not all(map(same, d.values(), before.values())) \

@@ -222,12 +222,14 @@ def scalar_tensor(tr: Recorder, v: Any) -> Any:
 
 
 def tensor_of_values(tr: Recorder, data: Any, kwargs: dict) -> Any:
-    """``torch.tensor(n)`` / ``torch.tensor([n, 4])`` of symbolic sizes: computed in the graph."""
+    """``torch.tensor(n)`` / ``torch.tensor([n, 4])`` / ``torch.tensor([(h, w), (h2, w2)])`` of
+    symbolic sizes: computed in the graph (the leaves stacked, then viewed as the nesting)."""
     dtype = kwargs.get("dtype")
     device = kwargs.get("device")
-    items = data if isinstance(data, (list, tuple)) else [data]
-    if any(isinstance(v, (list, tuple, torch.Tensor)) for v in items):
+    if has_tensor(data):
         raise tr.data_read("torch.tensor() of nested traced values")
+    shape = _nested_shape(data)
+    items = _leaves(data)
     if dtype is None:
         floaty = any(isinstance(v, (float, SymFloat)) for v in items)
         dtype = torch.get_default_dtype() if floaty else (
@@ -237,4 +239,27 @@ def tensor_of_values(tr: Recorder, data: Any, kwargs: dict) -> Any:
     scalars = [tr.emit(torch.ops.aten.scalar_tensor.default, (v,), kw) for v in items]
     if not isinstance(data, (list, tuple)):
         return scalars[0]
-    return tr.emit(torch.ops.aten.stack.default, (scalars,), {})
+    flat = tr.emit(torch.ops.aten.stack.default, (scalars,), {})
+    if len(shape) == 1:
+        return flat
+    return tr.emit(torch.ops.aten.view.default, (flat, list(shape)), {})
+
+
+def _leaves(data: Any) -> list:
+    if isinstance(data, (list, tuple)):
+        return [v for x in data for v in _leaves(x)]
+    return [data]
+
+
+def _nested_shape(data: Any) -> tuple[int, ...]:
+    """The sizes of a nested list of numbers as eager's ``torch.tensor`` reads them, which do
+    not depend on the values: read from a stand-in of zeros (a ragged nesting raises eager's
+    own error)."""
+    with torch._C.DisableTorchFunction():
+        return tuple(torch.tensor(_zeros(data)).shape)
+
+
+def _zeros(data: Any) -> Any:
+    if isinstance(data, (list, tuple)):
+        return [_zeros(x) for x in data]
+    return 0
