@@ -592,6 +592,30 @@ def runtime_check_failed(message: str) -> RuntimeAssertionError:
     return RuntimeAssertionError(message or "check failed")
 
 
+class IndexOutOfBounds(RuntimeAssertionError, IndexError):
+    """A state write's indices lie outside its dim: the call is refused before the program
+    writes any state (also eager's IndexError)."""
+
+    kind = "index-out-of-bounds"
+
+
+def index_out_of_bounds(call: str, start: str, count: str, lo: int, size: int,
+                        values: tuple[int, int] | None = None) -> IndexOutOfBounds:
+    """`call` (``m.py:4 `buf.index_copy_(0, idx, x)```) writes at `start` and the `count` - 1
+    indices after it, which must lie in [lo, size); `values`: this call's start and count."""
+    span = start if count == "1" else f"{start} to {start} + {count} - 1"
+    here = ""
+    if values is not None:
+        first, n = values
+        here = f" (at this call {start} = {first}" + (
+            "" if count == "1" else f" and {count} = {n}: indices {first} to {first + n - 1}") + ")"
+    return IndexOutOfBounds(
+        f"{call} takes the indices {span}{here}, which must lie in [{lo}, {size}): the "
+        f"program refused the call before writing any state (eager raises IndexError there, "
+        f"after writing state)",
+        fix=f"call with {start} >= {lo} and {start} + {count} <= {size}")
+
+
 def load_error(where: str, what: str, fix: str = "") -> LoadError:
     """``where``: the part of the file (``contract.inputs[0].dtype``)."""
     return LoadError(f"{where}: {what}", fix=fix, where=Where(input=where))

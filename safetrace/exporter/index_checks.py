@@ -24,10 +24,12 @@ from typing import Any
 
 import torch
 
+from safetrace.errors import index_out_of_bounds
 from safetrace.exporter.index_bounds import index_relations
 from safetrace.meta.tensor import TensorMeta
 from safetrace.trace.mutation import mutates, storage_root, written_args
 from safetrace.trace.proxy import Proxy
+from safetrace.trace.source import short
 
 aten = torch.ops.aten
 
@@ -45,7 +47,7 @@ def check_indices_first(ep: Any) -> Any:
         return ep
     lows = {s.name: s.lo for s in ep.contract.symbols}
     added: set = set()
-    for _, most, node, what in relations:
+    for _, most, node, _ in relations:
         if order[node] <= order[first]:
             continue
         found = _arange_plus(_index_of(node))
@@ -66,20 +68,16 @@ def check_indices_first(ep: Any) -> Any:
             continue  # (the keys' and the values' caches: one check)
         added.add((value, count, lo, size))
         with graph.inserting_before(first):
-            _assert(graph, value, count, lo, size, what, node)
+            _assert(ep, value, count, lo, size, node)
     if added:
         ep._gm = None  # (its code is generated again from the graph)
     return ep
 
 
-def _assert(graph: Any, value: Any, count: Any, lo: int, size: int, what: str,
-            node: Any) -> None:
+def _assert(ep: Any, value: Any, count: Any, lo: int, size: int, node: Any) -> None:
+    graph = ep.graph
     meta = value.meta["val"].st_meta
-    text = node.meta.get("stack_trace", "").strip().splitlines()
-    where = text[-1].strip() if text else str(node.target)
-    message = (f"index out of bounds, refused before the program writes any state: "
-               f"`{where}` needs its indices in [{lo}, {size}) ({what}); eager raises "
-               f"IndexError there, after writing state")
+    message = str(_refused(ep, node.meta.get("stack_trace", ""), value, count, lo, size))
 
     def call(target: Any, args: tuple, dtype: Any) -> Any:
         out = graph.call_function(target, args)
@@ -93,6 +91,108 @@ def _assert(graph: Any, value: Any, count: Any, lo: int, size: int, what: str,
     ok = call(aten.logical_and.default, (above, below), torch.bool)
     done = graph.call_function(aten._assert_async.msg, (ok, message))
     done.meta.update(val=None, stack_trace=node.meta.get("stack_trace", ""))
+
+
+def refusal(ep: Any, err: RuntimeError, leaves: list) -> Exception | None:
+    """The catalogue's error for `err`, raised by one of `ep`'s index checks on the call's
+    input `leaves` (with the offset and count this call gave, where they are inputs' own),
+    or None: another error.  Read from the graph only when a call fails (a saved and
+    loaded program's graph holds the same nodes and message)."""
+    text = str(err)
+    for node in ep.graph.find_nodes(op="call_function", target=aten._assert_async.msg):
+        if len(node.args) != 2 or node.args[1] != text:
+            continue
+        found = _checked(node.args[0])
+        if found is not None:
+            value, count, lo, size = found
+            at = (_input_value(ep, value, leaves), _input_count(ep, count, leaves))
+            return _refused(ep, node.meta.get("stack_trace", ""), value, count, lo, size,
+                            None if None in at else at)  # type: ignore[arg-type]
+    return None
+
+
+def _refused(ep: Any, trace: str, value: Any, count: Any, lo: int, size: int,
+             values: tuple[int, int] | None = None) -> Exception:
+    return index_out_of_bounds(short(trace) if trace else "an indexing op",
+                               _value_name(ep, value), _count_name(ep, count), lo, size,
+                               values)
+
+
+def _checked(ok: Any) -> tuple | None:
+    """(value, count, lo, size) of the condition `_assert` builds, else None."""
+    if not isinstance(ok, torch.fx.Node) or ok.target is not aten.logical_and.default:
+        return None
+    above, below = ok.args
+    if not (isinstance(above, torch.fx.Node) and above.target is aten.ge.Scalar and
+            isinstance(below, torch.fx.Node) and below.target is aten.le.Scalar):
+        return None
+    end = below.args[0]
+    if not isinstance(end, torch.fx.Node) or end.target is not aten.add.Tensor or \
+            end.args[0] is not above.args[0]:
+        return None
+    return above.args[0], end.args[1], above.args[1], below.args[1]
+
+
+def _user_input(ep: Any, node: Any) -> int | None:
+    """The flat input index of a user input's placeholder, else None."""
+    if not isinstance(node, torch.fx.Node) or node.op != "placeholder":
+        return None
+    places = ep.graph.find_nodes(op="placeholder")
+    for spec, ph in zip(ep.graph_signature.input_specs, places):
+        if ph is node:
+            return spec.leaf if spec.kind == "user_input" else None
+    return None
+
+
+def _selected(ep: Any, value: Any) -> tuple[int, int, int] | None:
+    """(input index, dim, index) where `value` is ``x.select(dim, index)`` of an input."""
+    if value.target is aten.select.int and len(value.args) == 3:
+        leaf = _user_input(ep, value.args[0])
+        dim, index = value.args[1], value.args[2]
+        if leaf is not None and type(dim) is int and type(index) is int:
+            return leaf, dim, index
+    return None
+
+
+def _value_name(ep: Any, value: Any) -> str:
+    picked = _selected(ep, value)
+    if picked is not None:
+        leaf, dim, index = picked
+        path = ep.contract.inputs[leaf].path
+        return f"{path}[{index}]" if dim == 0 else f"{path}.select({dim}, {index})"
+    leaf = _user_input(ep, value)
+    if leaf is not None:
+        return f"{ep.contract.inputs[leaf].path}.item()"
+    return "the offset"
+
+
+def _count_name(ep: Any, count: Any) -> str:
+    if type(count) is int:
+        return str(count)
+    expr = getattr(count.meta.get("val"), "expr", None)
+    for s in ep.contract.symbols:
+        if expr is not None and expr.op == "sym" and s.name == expr.name and s.where:
+            return str(s.where)
+    return "the count"
+
+
+def _input_value(ep: Any, value: Any, leaves: list) -> int | None:
+    picked = _selected(ep, value)
+    if picked is not None:
+        leaf, dim, index = picked
+        return int(leaves[leaf].select(dim, index))
+    leaf = _user_input(ep, value)
+    return None if leaf is None else int(leaves[leaf].reshape(()))
+
+
+def _input_count(ep: Any, count: Any, leaves: list) -> int | None:
+    if type(count) is int:
+        return count
+    if count.target is aten.sym_size.int and type(count.args[1]) is int:
+        leaf = _user_input(ep, count.args[0])
+        if leaf is not None:
+            return int(leaves[leaf].shape[count.args[1]])
+    return None
 
 
 def _index_of(node: Any) -> Any:
@@ -184,4 +284,4 @@ class _Memory:
         return [w for w, t in self.written if self.root(t) is r]
 
 
-__all__ = ["check_indices_first"]
+__all__ = ["check_indices_first", "refusal"]

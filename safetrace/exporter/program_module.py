@@ -21,6 +21,7 @@ import torch
 from safetrace import pytree
 from safetrace.errors import InputMismatchError, state_name_taken
 from safetrace.exporter.eager_cond import eager_forward
+from safetrace.exporter.index_checks import refusal
 from safetrace.exporter.unlift import (CHECKS, InputChecks, ProgramCodeGen, argument_names,
                                        flattener, named_forward, unlifted_graph)
 from safetrace.interop.torch_errors import as_torch
@@ -281,11 +282,17 @@ class ProgramModule(torch.fx.GraphModule):
                 call.append(getattr(ref[0], ref[1])[ref[2]].detach())
             else:
                 call.append(ref)
-        if self._grad_nodes:
-            with torch.set_grad_enabled(torch.is_grad_enabled()):
+        try:
+            if self._grad_nodes:
+                with torch.set_grad_enabled(torch.is_grad_enabled()):
+                    outs = self._graph_forward(*call)
+            else:
                 outs = self._graph_forward(*call)
-        else:
-            outs = self._graph_forward(*call)
+        except RuntimeError as err:  # (an index check's: the catalogue's error instead)
+            refused = refusal(self._ep, err, leaves)
+            if refused is None:
+                raise
+            raise refused.with_traceback(err.__traceback__) from None
         for i, (owner, table, key) in self._mutations:
             store = getattr(owner, table)
             old, new = store[key], outs[i]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import copy
 import functools
 import operator
 from typing import Any, Iterator
@@ -78,9 +79,7 @@ def graph_module(root: Any, graph: torch.fx.Graph) -> Any:
 def _planned_module(plan: tuple, root: Any, graph: torch.fx.Graph) -> Any:
     template, fresh = plan
     torch._C._log_api_usage_once("python.nn_module")  # (as nn.Module's constructor)
-    gm = _LazyGraphModule.__new__(_LazyGraphModule)
-    cls = type(gm)
-    cls.__name__ = "GraphModule"
+    gm = _NEW(_PENDING)  # (its class of one instance: made where its code is)
     d = gm.__dict__
     d.update(template)  # (the constructor's order)
     for key, make in fresh:
@@ -88,7 +87,6 @@ def _planned_module(plan: tuple, root: Any, graph: torch.fx.Graph) -> Any:
     d["training"] = root.training
     d["_graph"] = graph
     graph.owning_module = gm
-    cls.recompile()  # (the lazy kind's: code generated on first use)
     tracer = graph._tracer_cls
     if tracer and "<locals>" not in tracer.__qualname__:
         d["_tracer_cls"] = tracer
@@ -97,6 +95,42 @@ def _planned_module(plan: tuple, root: Any, graph: torch.fx.Graph) -> Any:
 
 
 _SET = ("training", "_graph", "_tracer_cls", "_tracer_extras")  # (written per module)
+_NEW = object.__new__  # (nn.Module has no __new__ of its own: GraphModule's is object's)
+
+
+def _own_class() -> type:
+    """The class torch's ``GraphModule.__new__`` makes for each instance of the lazy kind
+    (``class GraphModuleImpl(_LazyGraphModule)``), named as the constructor leaves it."""
+    cls = type("GraphModuleImpl", (_LazyGraphModule,), {
+        "__module__": _LazyGraphModule.__new__.__module__,
+        "__qualname__": "GraphModule.__new__.<locals>.GraphModuleImpl"})
+    cls.__name__ = "GraphModule"
+    cls.recompile()  # (the lazy kind's: code generated on first use)
+    return cls
+
+
+def _first_compile(self: Any) -> Any:
+    """``_real_recompile`` of a module still of the shared pending class: it gets its own
+    class first (torch's code generation writes ``forward`` and ``__call__`` on the
+    instance's class), then torch's code generation runs."""
+    if type(self) is _PENDING:
+        self.__class__ = _own_class()
+    return _LazyGraphModule._real_recompile(self)
+
+
+# The class of a converted program's graph module until its code is first generated (its
+# first call, print, `.code`, pickle or copy): torch's constructor makes a class per
+# instance (~80k instructions, 3% of a small model's conversion) only for its code
+# generation to write that instance's ``forward`` and ``__call__`` on it; until then every
+# instance's class holds what torch's fresh class holds (the lazy ``forward``), so one
+# class serves them all and each gets its own where torch's code generation runs.  Its
+# names are torch's class's, so ``GraphModule.__new__`` of a copy (deepcopy) skips it as
+# it skips its own.  Checked once per process against torch's constructor (`_module_plan`).
+_PENDING = type("GraphModuleImpl", (_LazyGraphModule,), {
+    "__module__": _LazyGraphModule.__new__.__module__,
+    "__qualname__": "GraphModule.__new__.<locals>.GraphModuleImpl",
+    "_real_recompile": _first_compile})
+_PENDING.__name__ = "GraphModule"
 
 
 @functools.cache
@@ -153,13 +187,16 @@ def _same_module(a: Any, b: Any, a_graph: Any, b_graph: Any) -> bool:
         if type(value) not in _CONTAINERS and value != other:
             return False
     ca, cb = type(a), type(b)
-    if ca is cb or ca.__mro__[1:] != cb.__mro__[1:] or \
-            (ca.__name__, ca.__qualname__, ca.__module__) != \
-            (cb.__name__, cb.__qualname__, cb.__module__) or \
-            sorted(vars(ca)) != sorted(vars(cb)) or ca.forward is not cb.forward:
+    if ca.__mro__[1:] != cb.__mro__[1:] or (ca.__name__, ca.__qualname__, ca.__module__) \
+            != (cb.__name__, cb.__qualname__, cb.__module__) or ca.forward is not cb.forward:
         return False
     x = torch.randn(3)
-    return str(a) == str(b) and a.code == b.code and torch.equal(a(x)[0], b(x)[0])
+    if not (str(a) == str(b) and a.code == b.code and torch.equal(a(x)[0], b(x)[0])):
+        return False
+    ca, cb = type(a), type(b)  # (b's own class since its code was generated)
+    return ca is not cb and cb is not _PENDING and sorted(vars(ca)) == sorted(vars(cb)) \
+        and ca.__mro__[1:] == cb.__mro__[1:] and not ca._needs_recompile() and \
+        not cb._needs_recompile() and copy.deepcopy(b).code == b.code
 
 
 def _getitem_step(gm: Any, graph_signature: Any, module_call_graph: Any) -> None:

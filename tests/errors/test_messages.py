@@ -494,6 +494,14 @@ GOLDEN['count_pinned'] = ('DeclaredSpaceViolation', "the traced program does not
 CASES['eager_fails'] = lambda: E.declared_space([E.eager_fails("x.shape[1] (Dim('dec'))", 'dec', 'dec >= 64', 'x.shape[1] == min(x.shape[1], 63)', ' (from `return x + self.table[: x.shape[1]]` at m.py:7)', 'dec <= 63', "dec = Dim('dec', max=63)")], "    from safetrace import Dim\n    dec = Dim('dec', max=63)\n    dynamic_shapes = {'x': (None, dec, None)}")
 GOLDEN['eager_fails'] = ('DeclaredSpaceViolation', "the traced program does not work for the whole declared input space (1 problem; in torch.export's words: Constraints violated (dec)!):\n  - x.shape[1] (Dim('dec')) includes sizes where the model itself fails in eager: for dec >= 64, `return x + self.table[: x.shape[1]]` at m.py:7 raises, in eager as in any program, as it needs `x.shape[1] == min(x.shape[1], 63)` (an op's own size check, not a branch; a size capped by a fixed tensor, such as a slice of a position table, is the usual cause). Eager runs dec <= 63 only.\n    Fix: dec = Dim('dec', max=63)  (the sizes eager runs)\nSuggested fix (all problems at once):\n    from safetrace import Dim\n    dec = Dim('dec', max=63)\n    dynamic_shapes = {'x': (None, dec, None)}")
 
+# an index check moved before the first state write (exporter/index_checks.py)
+CASES['index_out_of_bounds'] = lambda: E.index_out_of_bounds(
+    "m.py:5 `self.cache.index_copy_(0, idx, x)`", "pos[0]", "x.shape[0]", 0, 8)
+GOLDEN['index_out_of_bounds'] = ('IndexOutOfBounds', "m.py:5 `self.cache.index_copy_(0, idx, x)` takes the indices pos[0] to pos[0] + x.shape[0] - 1, which must lie in [0, 8): the program refused the call before writing any state (eager raises IndexError there, after writing state)\nFix: call with pos[0] >= 0 and pos[0] + x.shape[0] <= 8")
+CASES['index_out_of_bounds_at'] = lambda: E.index_out_of_bounds(
+    "m.py:5 `self.cache[idx] = x`", "pos[0]", "1", -8, 8, (8, 1))
+GOLDEN['index_out_of_bounds_at'] = ('IndexOutOfBounds', "m.py:5 `self.cache[idx] = x` takes the indices pos[0] (at this call pos[0] = 8), which must lie in [-8, 8): the program refused the call before writing any state (eager raises IndexError there, after writing state)\nFix: call with pos[0] >= -8 and pos[0] + 1 <= 8")
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_builder_renders_its_golden_text(name):
     err = CASES[name]()

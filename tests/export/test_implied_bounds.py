@@ -58,7 +58,7 @@ def test_static_cache_length_bounds_the_prompt_before_running():
     with pytest.raises(IndexError):
         eager(torch.ones(1, 4))
     before = {k: v.clone() for k, v in mod.state_dict().items()}
-    with pytest.raises(RuntimeError, match="refused before the program writes any state"):
+    with pytest.raises(RuntimeError, match="refused the call before writing any state"):
         mod(torch.ones(1, 4))
     for k, v in mod.state_dict().items():
         assert torch.equal(v, before[k]), k
@@ -119,7 +119,7 @@ def test_deferred_program_keeps_its_checks_at_run_time():
                    prefer_deferred_runtime_asserts_over_guards=True)
     assert _range(ep) == (1, math.inf)
     # (refused at run time: by the write's own index check, before any state write)
-    with pytest.raises(RuntimeError, match="refused before the program writes any state"):
+    with pytest.raises(RuntimeError, match="refused the call before writing any state"):
         ep.module()(torch.ones(9, 4))
 
 
@@ -181,8 +181,9 @@ def test_distinct_indices_into_a_static_dim_bound_the_size_before_running():
     with pytest.raises(st.InputMismatchError):  # (the declared min stays)
         mod(torch.ones(0, 4), torch.arange(0))
     # in the bound, out of the slots: eager's IndexError, refused before any state write
-    with pytest.raises(RuntimeError, match=r"refused before the program writes any state: "
-                                           r"`self.cache.index_copy_\(0, idx, x\)`"):
+    with pytest.raises(RuntimeError, match=r"`self.cache.index_copy_\(0, idx, x\)` takes the "
+                                           r"indices .* refused the call before writing any "
+                                           r"state"):
         mod(torch.ones(2, 4), torch.tensor([7, 8]))
     for k, v in mod.state_dict().items():
         assert torch.equal(v, before[k]), k
