@@ -74,7 +74,7 @@ def check_indices_first(ep: Any) -> Any:
     return ep
 
 
-def _assert(ep: Any, value: Any, count: Any, lo: int, size: int, node: Any) -> None:
+def _assert(ep: Any, value: Any, count: Any, lo: Any, size: Any, node: Any) -> None:
     graph = ep.graph
     meta = value.meta["val"].st_meta
     message = str(_refused(ep, node.meta.get("stack_trace", ""), value, count, lo, size))
@@ -105,7 +105,10 @@ def refusal(ep: Any, err: RuntimeError, leaves: list) -> Exception | None:
         found = _checked(node.args[0])
         if found is not None:
             value, count, lo, size = found
-            at = (_input_value(ep, value, leaves), _input_count(ep, count, leaves))
+            try:
+                at = (_input_value(ep, value, leaves), _input_count(ep, count, leaves))
+            except Exception:  # noqa: BLE001 - the message without this call's values
+                at = (None, None)
             return _refused(ep, node.meta.get("stack_trace", ""), value, count, lo, size,
                             None if None in at else at)  # type: ignore[arg-type]
     return None
@@ -160,9 +163,9 @@ def _value_name(ep: Any, value: Any) -> str:
         leaf, dim, index = picked
         path = ep.contract.inputs[leaf].path
         return f"{path}[{index}]" if dim == 0 else f"{path}.select({dim}, {index})"
-    leaf = _user_input(ep, value)
-    if leaf is not None:
-        return f"{ep.contract.inputs[leaf].path}.item()"
+    whole = _user_input(ep, value)
+    if whole is not None:
+        return f"{ep.contract.inputs[whole].path}.item()"
     return "the offset"
 
 
@@ -181,8 +184,8 @@ def _input_value(ep: Any, value: Any, leaves: list) -> int | None:
     if picked is not None:
         leaf, dim, index = picked
         return int(leaves[leaf].select(dim, index))
-    leaf = _user_input(ep, value)
-    return None if leaf is None else int(leaves[leaf].reshape(()))
+    whole = _user_input(ep, value)
+    return None if whole is None else int(leaves[whole].reshape(()))
 
 
 def _input_count(ep: Any, count: Any, leaves: list) -> int | None:
