@@ -134,7 +134,9 @@ def aten_call(packet: str, tr: Recorder, func: Any, args: tuple, kwargs: dict) -
             # x.new_zeros(t), torch.ones(b, t): eager reads a 0-d integer tensor given for
             # a size through __index__ (an unbacked size, as .item(); its handler refuses
             # what eager refuses): the call again with that int in its place
-            value = tr.redispatch(torch.Tensor.__index__, (scalar,), {})
+            value = scalar.st_value if type(scalar) is Proxy else None  # (a size's
+            if value is None:  # value stays symbolic: no Python __index__ protocol here)
+                value = tr.redispatch(torch.Tensor.__index__, (scalar,), {})
             args, kwargs = _replaced((args[:first], args[first:], kwargs), scalar, value)
             return aten_call(packet, tr, func, args, kwargs)
         raise _unsupported(func, packet, args, kwargs)

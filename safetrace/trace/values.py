@@ -120,8 +120,9 @@ def scalar_value(op: Any, args: tuple, kwargs: dict, result: Proxy,
 def fitting(value: Any, dtype: torch.dtype) -> Any:
     """``value`` where the integer dtype holds it at every size the export admits, else
     None: a narrower tensor wraps (``torch.tensor(n).to(torch.uint8)`` is ``n % 256``), so
-    its value is read as data (``aten.item`` at run time), not taken as ``n``.  int64 holds
-    every value of sizes (no tensor has 2**63 elements)."""
+    its value is read as data (``aten.item`` at run time), not taken as ``n``.  int64 is
+    taken to hold it (a size is below 2**63; a product of several tensors' sizes past that
+    is not looked for)."""
     if value is None or dtype is torch.int64:
         return value
     try:

@@ -4,7 +4,8 @@ users write and the other grammars did not draw (session 31):
   sizevalues  0-d integer tensors made from sizes used as sizes, counts and indices:
               ``int(torch.tensor(n // 2 + 1))`` as a ``chunk`` / ``repeat`` count,
               ``.item()`` of them, ``x[:t]``; in narrower dtypes than int64, where eager
-              wraps (``torch.tensor(n * 37).to(torch.uint8)`` is ``n * 37 % 256``); the
+              wraps (``torch.tensor(n * 37).to(torch.uint8)`` is ``n * 37 % 256``), given
+              where torch reads an int (``torch.arange(t)``); the
               ``while k > 1: k //= 2`` loop on a size
   usercode    reshape chains with ``-1``, ``masked_fill`` / ``where`` with masks from
               sizes, int and float arithmetic on sizes mixed into tensors (``x * (n /
@@ -53,6 +54,9 @@ def sizevalues(rng, env, v):
         f"    {v} = {v}[:max({v}.shape[0] - 1, 0)]",
         f"{v} = {a}.split(int(torch.tensor({k})), {d})[0]",
         f"{v} = {a}[..., :torch.tensor({a}.shape[-1]) // 2]",
+        f"{v} = torch.arange(torch.tensor({k})).float()",
+        f"{v} = torch.ones(torch.tensor({m}) % 3, 2) + {a}.sum()",
+        f"{v} = torch.arange(torch.tensor({n} * {mul}).to({dt})).float()",
     ]
     return rng.choice(forms)
 

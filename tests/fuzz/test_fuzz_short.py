@@ -362,3 +362,18 @@ def test_model_kinds_longer_run():
     stats = _model_run(31, 80, 10)
     assert stats.counts["exported"] >= 40, stats.line()
     assert stats.counts["over_rejection"] * 200 <= stats.counts["inputs"], stats.line()
+
+
+@pytest.mark.slow   # (~15 s)
+def test_value_kinds_find_no_wrong_result_or_crash():
+    """grammar_values' kinds (session 31): size-valued 0-d tensors as counts, sizes and
+    indices, in int64 and narrower dtypes (eager wraps: on main before 3abb2003 this seed's
+    programs computed sizes eager does not), while-loops on sizes, reshape chains with -1,
+    masks and arithmetic from sizes, in-place ops on views."""
+    from tests.fuzz.grammar import LAYOUTS
+    from tests.fuzz.grammar_values import VALUE_KINDS
+
+    stats = fuzz(seed=3114, programs=40, n_inputs=8, kinds=VALUE_KINDS, layouts=LAYOUTS)
+    bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
+    assert not bad, stats.line() + "\n\n" + "\n".join(bad)
+    assert stats.counts["exported"] >= 30, stats.line()

@@ -64,6 +64,20 @@ def test_a_narrow_integer_tensor_of_a_size_wraps_as_in_eager(name):
         ep.module()(torch.randn(401, 3))
 
 
+def test_a_size_valued_tensor_given_for_a_size_is_that_size():
+    """``torch.arange(t)``, ``torch.ones(t, 2)`` with ``t = torch.tensor(n // 2 + 1)``:
+    torch's parser reads ``t`` where an int is expected; the known value is given (it was
+    specialized through ``__index__``: TooManySplits)."""
+    fs = [lambda x: torch.arange(torch.tensor(x.shape[0])) + x.sum(),
+          lambda x: torch.ones(torch.tensor(x.shape[0] // 2 + 1), 2),
+          lambda x: torch.arange(torch.tensor(x.shape[0] * 37).to(torch.uint8)).float()]
+    for f in fs:
+        ep = st.export(f, (torch.randn(6, 3),), dynamic_shapes=({0: Dim("n", max=20)},))
+        _same(ep, f, (0, 1, 5, 7, 20))
+        with pytest.raises(st.InputMismatchError):
+            ep.module()(torch.randn(21, 3))
+
+
 def test_a_value_the_dtype_holds_stays_a_size():
     """Where every admitted size fits (int16 of n <= 400), the value is still the size:
     the result's rows are ``n`` (no data read), as before."""
