@@ -70,7 +70,7 @@ class SubgraphMemory:
                     node.args[0], meta, self.env, SIZE_ARITHMETIC), self.env.int_cls)
                 for a, g in zip(node.args[1:3], given):  # (both branches' work: a bound)
                     out, c = self._call(graph_of(a), operands, values, data, tainted, tally,
-                                        None, g)
+                                        None, g, branch=True)
                     outs.append(out)
                     cands.extend(c)
                 inner[node] = cands
@@ -206,9 +206,10 @@ class SubgraphMemory:
 
     def _call(self, graph: Any, operands: list, values: list, data: dict,
               tainted: set, tally: Tally, runs: Any = None,
-              given: Any = None) -> tuple[Any, list]:
+              given: Any = None, branch: bool = False) -> tuple[Any, list]:
         """``runs``: when the subgraph runs at a call (see ``_ctx``); ``given``: a condition
-        on sizes that holds wherever it runs (a cond branch's predicate, or its negation)."""
+        on sizes that holds wherever it runs (a cond branch's predicate, or its negation);
+        ``branch``: a cond branch (what it is given is fixed for the call: no carry)."""
         if graph is None:
             return _UNKNOWN, []
         ph = [n for n in graph.nodes if n.op == "placeholder"]
@@ -235,7 +236,8 @@ class SubgraphMemory:
                     self._subs[key] = pinned(self.env, lambda: self._run(  # (sizes its
                         graph, dict(zip(ph, values)), known, inputs))  # own checks pin)
                     if self.recorded is not None:
-                        self.recorded.settle(graph, self.asserted.facts, values)
+                        self.recorded.settle(graph, self.asserted.facts, values,
+                                             loop=not branch)
             finally:
                 self._ctx.pop()
                 if matched is not None:

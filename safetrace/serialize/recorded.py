@@ -222,15 +222,13 @@ class Recorded:
         self._unproven([x for x in self.later if x[0] is self.main], facts)
         self.later = [x for x in self.later if x[0] is not self.main]
 
-    def settle(self, graph: Any, facts: list, values: list) -> None:
+    def settle(self, graph: Any, facts: list, values: list, loop: bool = True) -> None:
         """At the end of a subgraph's evaluation (its branch predicate and all its own
         assertions facts of the env), check at call those of its ``later`` nodes they
-        and the main graph's before it (``facts``) do not prove.  One whose size is read
-        from data outside (``values``: its inputs; a loop's carry of any size) stays as
-        written."""
-        outside: set = set()
-        for v in values:
-            outside |= _names(v)
+        and the main graph's before it (``facts``) do not prove.  In a loop or map body,
+        one whose size is read from data outside (``values``: its inputs; a loop's carry
+        of any size) stays as written; a cond branch's are checked (session 31)."""
+        outside = set().union(*(_names(v) for v in values)) if loop else set()
         mine = [x for x in self.later if x[0] is graph and not any(
             {str(s) for s in c.free_symbols} & outside for c, _, _ in x[4])]
         self.later = [x for x in self.later if x[0] is not graph]

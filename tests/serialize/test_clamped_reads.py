@@ -92,3 +92,26 @@ def test_count_recorded_for_clamped_rows_is_checked_at_call(model):
             mod(x)
     with pytest.raises(st.InputMismatchError):  # (out of the declared space: before running)
         mod(torch.ones(65, dtype=torch.int64))
+
+
+def test_branch_count_recorded_as_a_number_is_checked_at_call():
+    """A branch's ``w[:n] * 2`` recorded ``[5, 4]`` (the graph computes ``min(u0, 5)``
+    rows, ``u0`` read before the cond): kept as written before (a size read from data
+    outside a subgraph was left to a loop's carry rule; a cond branch is given it fixed
+    for the call), so the loaded program claimed 5 rows where a call returned 0 to 4
+    (hostile_probe seed 3132, class sg).  Checked at call now; counts of 5 or more run."""
+    torch.manual_seed(0)
+    m = _Branches()
+    doc, tensors = hostile.parts(_saved(m))
+    true = next(g for g in doc["subgraphs"] if g["path"] == "true_graph_0")
+    for n in true["nodes"]:
+        if n["name"] in ("slice_1", "mul"):
+            assert n["meta"]["val"]["tensor"]["shape"][0] == ["min", "u0", 5]
+            n["meta"]["val"]["tensor"]["shape"][0] = 5
+    mod = st.load(hostile.pack(doc, tensors)).module()
+    for x in (torch.tensor([5, 0]), torch.tensor([9, 1]), torch.tensor([2])):
+        for g, w in zip(mod(x), m(x)):  # (the false branch at one element: as eager)
+            torch.testing.assert_close(g, w)
+    for x in (torch.tensor([1, 1]), torch.tensor([0, 0]), torch.tensor([4, 0, 0])):
+        with pytest.raises(st.RuntimeAssertionError, match=r"'slice_1' .*the file records"):
+            mod(x)
