@@ -46,7 +46,7 @@ Linear = tuple[dict[str, int], int]
 def bound_by_checks(ep: ExportedProgram) -> ExportedProgram:
     """`ep` with the input-size bounds its main graph's assertions imply in its contract
     (the same program when they imply none tighter than it has)."""
-    if ep.defers_checks:
+    if ep.defers_checks or not ep.contract.symbols:  # (no input symbol: nothing to narrow)
         return ep
     found = _assertions(ep.graph) + _index_limits(ep.graph)
     if not found:

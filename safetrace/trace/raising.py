@@ -27,7 +27,11 @@ _QUIET = ("LOAD_", "BUILD_", "FORMAT_", "CALL", "PRECALL", "PUSH_NULL", "KW_NAME
           "CACHE", "EXTENDED_ARG", "COPY", "SWAP", "BINARY_OP", "LIST_", "CONVERT_VALUE",
           "RESUME", "STORE_FAST", "DELETE_FAST", "POP_TOP")
 _ENDINGS = ("StopIteration", "StopAsyncIteration", "GeneratorExit")
-_CODES: dict[CodeType, tuple[dict[int, dis.Instruction], list[int], list[range]]] = {}
+# id(code) -> (the code, what is read of it): keyed by id, the code kept alive in the
+# value (Python 3.11 hashes a code object anew at each lookup: its constants, names and
+# bytes, ~2.5k instructions for a small forward, twice per view check replayed)
+_CODES: dict[int, tuple[CodeType, tuple[dict[int, dis.Instruction], list[int],
+                                        list[range]]]] = {}
 
 
 def is_requirement(answer: bool, required: bool = False, cond: Any = None) -> bool:
@@ -99,11 +103,13 @@ def _except_around(code: CodeType, at: int, depth: int = 0) -> bool:
     innermost handler is one (its code matches the exception: ``CHECK_EXC_MATCH``, or a
     bare ``except:``), or a ``with`` / ``finally`` / cleanup handler re-raises from a place
     that an enclosing handler covers."""
-    ins, offsets, _ = _instructions(code)
     entries = _entries(code)
+    if not entries:  # (no try, with or finally block in the code: the usual forward)
+        return False
     entry = next((e for e in entries if e.start <= at < e.end), None)
     if entry is None or depth > 16:
         return False
+    ins, offsets, _ = _instructions(code)
     k = offsets.index(entry.target)
     pushed = ins[entry.target].opname == "PUSH_EXC_INFO"
     window = offsets[k:k + 256]
@@ -132,14 +138,15 @@ def _reraises(ins: dict, body: list[int]) -> bool:
     return False
 
 
-_ENTRIES: dict[CodeType, list] = {}
+_ENTRIES: dict[int, tuple[CodeType, list]] = {}  # id(code) -> (the code, its entries)
 
 
 def _entries(code: CodeType) -> list:
-    found = _ENTRIES.get(code)
-    if found is None:
-        found = _ENTRIES[code] = list(getattr(dis.Bytecode(code), "exception_entries", ()))
-    return found
+    found = _ENTRIES.get(id(code))
+    if found is None:  # (an id held in the table is its code's: the value keeps it alive)
+        found = _ENTRIES[id(code)] = (
+            code, list(getattr(dis.Bytecode(code), "exception_entries", ())))
+    return found[1]
 
 
 def _caught_outside(f: FrameType | None) -> bool:
@@ -155,13 +162,13 @@ def _caught_outside(f: FrameType | None) -> bool:
 
 
 def _instructions(code: CodeType) -> tuple[dict[int, dis.Instruction], list[int], list[range]]:
-    found = _CODES.get(code)
+    found = _CODES.get(id(code))
     if found is None:
         ins = {i.offset: i for i in dis.get_instructions(code)}
         handled = [range(e.start, e.end) for e in
                    getattr(dis.Bytecode(code), "exception_entries", ())]
-        found = _CODES[code] = (ins, sorted(ins), handled)
-    return found
+        found = _CODES[id(code)] = (code, (ins, sorted(ins), handled))
+    return found[1]
 
 
 def _raises(code: CodeType, at: int, answer: bool) -> bool:
