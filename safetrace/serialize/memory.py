@@ -291,8 +291,8 @@ class StaticMemory(SubgraphMemory, AsRecorded):
             self._as_recorded(node)  # (its record is checked at call)
             return _UNKNOWN, _UNKNOWN
         if not isinstance(target, torch._ops.OpOverload):
-            if target is operator.getitem or target in SIZE_ARITHMETIC:
-                never_runs.python_value(node, args)
+            if target is operator.getitem or target in SIZE_ARITHMETIC or target is assert_sym:
+                never_runs.python_value(node, args)  # (a subgraph's assert_sym too: session 31)
             if target is operator.getitem and isinstance(args[0], (list, tuple)) and \
                     type(args[1]) is int and not -len(args[0]) <= args[1] < len(args[0]):
                 return self._fails(node, target, f"value {args[1]} of {node.args[0]}, which "

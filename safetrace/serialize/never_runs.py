@@ -85,9 +85,9 @@ def state_keeps_shape(graph: torch.fx.Graph, inputs: list, values: dict) -> None
     """Refuse an in-place op of the main graph that changes the shape of a parameter,
     buffer or constant (``self.w.t_()`` of a ``[1, 4]`` buffer, ``unsqueeze_``): torch
     runs it, but the state then has another shape at the next call, which the loader's
-    analysis (its memory and work bounds, the records it holds) never saw: a ``[1, 2**16]``
-    buffer transposed each call made ``x * w`` ``[2**16, 1]`` at one call and
-    ``[2**16, 2**16]`` (16 GiB) at the next (session 31).  An in-place op returns its
+    analysis (its memory and work bounds, the records it holds) never saw: a ``[1, 2**15]``
+    buffer transposed each call made ``x * w`` ``[2**15, 1]`` at one call and
+    ``[2**15, 2**15]`` (4 GiB) at the next (session 31).  An in-place op returns its
     tensor itself: the ops after it on what it returns act on the state too."""
     own = {s.name: f"{s.kind} {s.target!r}" for s in inputs if s.kind != "user_input"}
     root: dict = {}  # node -> the state placeholder whose tensor it is
