@@ -30,7 +30,6 @@ from benchmarks.zoo.vision import _image, _tv  # noqa: E402
 MODELS = [
     ("inception_v3", "inception_v3", {"aux_logits": False, "init_weights": True},
      ((2, 96, 128), (1, 128, 96), (3, 160, 160))),
-    ("maxvit_t", "maxvit_t", {}, ((2, 224, 224), (1, 224, 224), (3, 224, 224))),
     ("swin_v2_t", "swin_v2_t", {}, None),
     ("vgg11_bn", "vgg11_bn", {}, None),
     ("alexnet", "alexnet", {}, None),
