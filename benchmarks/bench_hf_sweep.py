@@ -4,6 +4,8 @@ samples) dim, once with named Dims and once with Dim.AUTO, and with torch.export
 spec; then run the program on three inputs of other sizes (batch 1 and, where eager computes
 it, batch 0) against eager, and one input outside the declared space.
 
+(The kinds of inputs are in hf_sweep_kinds.py; the entries added 2026-12-07 in hf_sweep_more.py.)
+
     nice python benchmarks/bench_hf_sweep.py [--no-torch] [--rows-out rows.jsonl] [models...]
     python benchmarks/bench_hf_sweep.py --from-rows rows.jsonl [more.jsonl]   # the table
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from benchmarks.hf_sweep_kinds import (
-    _DEC, _S2S, TEXT_SIZES, VOCAB, Sweep, _cfg, _mask, _model, _tok, fixed_image, image, seq2seq,
+    _DEC, TEXT_SIZES, VOCAB, Sweep, _cfg, _mask, _model, _tok, fixed_image, image, seq2seq,
     text)
 from safetrace import Dim
 
@@ -150,7 +150,8 @@ MORE = {
     "deepseek_v3": text("DeepseekV3ForCausalLM", "DeepseekV3Config", n_routed_experts=4,
                         n_shared_experts=1, moe_intermediate_size=16, kv_lora_rank=16,
                         q_lora_rank=16, qk_rope_head_dim=8, v_head_dim=8, qk_nope_head_dim=8,
-                        n_group=2, topk_group=1, first_k_dense_replace=1, num_experts_per_tok=2, **_DEC),
+                        n_group=2, topk_group=1, first_k_dense_replace=1,
+                        num_experts_per_tok=2, **_DEC),
     "deepseek_v2": text("DeepseekV2ForCausalLM", "DeepseekV2Config", n_routed_experts=4,
                         n_shared_experts=1, moe_intermediate_size=16, kv_lora_rank=16,
                         q_lora_rank=16, qk_rope_head_dim=8, v_head_dim=8, qk_nope_head_dim=8,
@@ -191,7 +192,8 @@ MORE = {
                             feature_projection_input_dim=32, hidden_size=32,
                             num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                             output_hidden_size=32, conv_depthwise_kernel_size=7,
-                            position_embeddings_type="relative_key", left_max_position_embeddings=16,
+                            position_embeddings_type="relative_key",
+                            left_max_position_embeddings=16,
                             right_max_position_embeddings=8),
     "speecht5_asr": speech_text("SpeechT5ForSpeechToText", "SpeechT5Config", vocab_size=VOCAB,
                                 hidden_size=32, encoder_layers=1, decoder_layers=1,

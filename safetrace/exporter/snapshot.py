@@ -74,8 +74,14 @@ _HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_forward_hooks_with_kwa
 _EMPTY: dict = {}
 
 
+_HOOKS_OF = operator.itemgetter(*_HOOK_TABLES)
+
+
 def _hook_tables(d: dict) -> tuple:
-    return tuple(d.get(k, _EMPTY) for k in _HOOK_TABLES)
+    try:
+        return _HOOKS_OF(d)  # (one C call: every nn.Module has them all)
+    except KeyError:
+        return tuple(d.get(k, _EMPTY) for k in _HOOK_TABLES)
 
 
 # type -> whether its objects held as a module attribute are plain Python objects whose
