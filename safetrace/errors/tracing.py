@@ -22,7 +22,7 @@ __all__ = [
     "outside_export", "float_read", "complex_item", "untraceable_call", "out_argument",
     "to_argument",
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
-    "generator_argument", "autocast_active", "data_assignment", "input_reshaped_in_place",
+    "generator_argument", "autocast_active", "data_assignment", "input_reshaped_in_place", "state_reshaped_in_place",
     "layout_of_view",
     "strides_of_loose", "write_reads_own_memory", "state_reassigned_changed", "python_state_read", "state_name",
     "python_state_unsettled", "view_of_strided", "view_dtype_of_strided",
@@ -307,6 +307,18 @@ def input_reshaped_in_place(op: str, input_name: str, source: str) -> Unsupporte
                       f"refuses it too).",
                       f"reshape a new tensor ({input_name} = {input_name}.{op.rstrip('_')}"
                       f"(...), out of place)", source)
+
+
+def state_reshaped_in_place(op: str, name: str | None, source: str) -> UnsupportedConstruct:
+    """``self.b.unsqueeze_(0)`` on module state or a constant: its shape changes at every
+    call, which a program's state and constants do not (torch.export records it)."""
+    what = f"module state `{name}`" if name else "a tensor the model made or holds"
+    new, src = (name.rpartition(".")[2], f"self.{name}") if name else ("c", "c")
+    return _construct(f"`{op}` at {source} changes the shape of {what} in place, which an "
+                      f"exported program cannot follow: its state and constants keep the "
+                      f"shape they were traced with.",
+                      f"reshape a new tensor ({new} = {src}.{op.rstrip('_')}(...), out of "
+                      f"place), or register it with the shape forward needs", source)
 
 
 def constant_written_through_alias(source: str) -> UnsupportedConstruct:

@@ -568,10 +568,16 @@ def input_itself(node: Any) -> Any:
     return None
 
 
-def refuse_input_reshape(tr: Any, op: str, x: Any) -> None:
+def refuse_input_reshape(tr: Any, op: str, x: Any, traced: bool) -> None:
     """``x.t_()``, ``x.unsqueeze_(0)`` on an input of the program (or a subgraph's operand):
     the caller's tensor would change shape, which no graph output gives back (a split's
-    side reads it narrowed, a loaded program's checks read it after the call)."""
+    side reads it narrowed, a loaded program's checks read it after the call).  On a real
+    tensor (module state, a constant the code made or holds), the trace would go on
+    reading its old shape, and the program's next call would reshape it again."""
+    if not traced:
+        node = tr.state.get(id(x)) or tr.const_nodes.get(id(x))
+        raise errors.state_reshaped_in_place(op, node.meta.get("target") if node is not None
+                                             else None, short(stack_trace(4)))
     base = input_itself(x.st_node)
     if base is not None and base not in tr.state.values() and \
             base not in tr.const_nodes.values():

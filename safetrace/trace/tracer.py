@@ -445,8 +445,8 @@ class Tracer(TorchFunctionMode):
         if info[2] and args and isinstance(args[0], torch.Tensor):
             meta["val"] = Proxy(out, node) if isinstance(out, TensorMeta) else out
             x = args[0]
-            if info[0] in RESHAPES_SELF and type(x) is Proxy and isinstance(out, TensorMeta):
-                refuse_input_reshape(self, info[0], x)
+            if info[0] in RESHAPES_SELF and isinstance(out, TensorMeta):
+                refuse_input_reshape(self, info[0], x, type(x) is Proxy)
                 reshaped_in_place(x, out, node, info[0] in ("squeeze_", "unsqueeze_"))
             return x
         if type(out) is TensorMeta:

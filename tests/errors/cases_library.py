@@ -94,6 +94,10 @@ CASES = {
         lambda: E.constant_written_through_alias("m.py:3 `c.view(()).add_(2)`"),
     "data_assignment": lambda: E.data_assignment("m.py:4 `self.w.data = w2`"),
     "input_reshaped_in_place": lambda: E.input_reshaped_in_place("t_", "x", "m.py:2 `x.t_()`"),
+    "state_reshaped_in_place": lambda: E.state_reshaped_in_place(
+        "unsqueeze_", "b", "m.py:3 `self.b.unsqueeze_(0)`"),
+    "state_reshaped_in_place_constant": lambda: E.state_reshaped_in_place(
+        "t_", None, "m.py:3 `c.t_()`"),
     "state_reassigned_changed": lambda: E.state_reassigned_changed(
         "cache", "float32[s0 + 1, 2]", "float32[0, 2]"),
     "python_state_read": lambda: E.python_state_read([("calls", "0", 1)], 0),
@@ -463,6 +467,18 @@ GOLDEN = {
         "tensor would have another shape after the call, which an exported program does not "
         "do to an input (torch.export refuses it too).\n"
         "Fix: reshape a new tensor (x = x.t(...), out of place)"),
+    'state_reshaped_in_place': ('UnsupportedConstruct',
+        "`unsqueeze_` at m.py:3 `self.b.unsqueeze_(0)` changes the shape of module state `b` "
+        "in place, which an exported program cannot follow: its state and constants keep "
+        "the shape they were traced with.\n"
+        "Fix: reshape a new tensor (b = self.b.unsqueeze(...), out of place), or register "
+        "it with the shape forward needs"),
+    'state_reshaped_in_place_constant': ('UnsupportedConstruct',
+        "`t_` at m.py:3 `c.t_()` changes the shape of a tensor the model made or holds in "
+        "place, which an exported program cannot follow: its state and constants keep the "
+        "shape they were traced with.\n"
+        "Fix: reshape a new tensor (c = c.t(...), out of place), or register it with the "
+        "shape forward needs"),
     'data_assignment': ('UnsupportedConstruct',
         "`x.data = value` at m.py:4 `self.w.data = w2` changes the tensor's shape or "
         'dtype, which an exported graph cannot do to module state.\n'
