@@ -4,7 +4,6 @@ and the user's inputs, with their metas, wrapper proxies and input specs.  Metho
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import torch
@@ -23,12 +22,6 @@ from safetrace.trace.proxy import WRAPPER, Proxy
 
 _STRIDED = torch.strided
 _META, _CPU = torch.device("meta"), torch.device("cpu")
-_NEW = object.__new__
-# whether an InputSpec is its five fields, stored in order, and nothing more (lift_state
-# makes the state's without the dataclass's __init__ while it is)
-_SPEC_STORES = tuple(f.name for f in dataclasses.fields(InputSpec)) == (
-    "kind", "name", "target", "leaf", "persistent") and \
-    not hasattr(InputSpec, "__post_init__") and not hasattr(InputSpec, "__slots__")
 # an input's path -> pytree.placeholder_name of it (cached)
 _STATE_NAMES: dict[str, str] = {}
 
@@ -62,14 +55,7 @@ def lift_state(self: Any, guard: Any) -> None:
         own["val"], own["stack_trace"], own["kind"], own["target"] = p, "", kind, name
         state[id(t)] = node
         tensors[name] = t
-        if _SPEC_STORES:  # (InputSpec(kind, node.name, name, None, persistent) as five
-            # stores: the dataclass's __init__ call costs twice as much)
-            spec = _NEW(InputSpec)
-            spec.kind, spec.name, spec.target, spec.leaf, spec.persistent = \
-                kind, node.name, name, None, persistent
-            add_spec(spec)
-        else:
-            add_spec(InputSpec(kind, node.name, name, None, persistent))
+        add_spec(InputSpec(kind, node.name, name, None, persistent))
     self.state_aliases: dict[str, str] = {}
     if again:
         names = {id(t): n for n, t in self.state_tensors.items()}
