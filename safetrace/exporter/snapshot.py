@@ -74,14 +74,13 @@ _HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_forward_hooks_with_kwa
 _EMPTY: dict = {}
 
 
-_HOOKS_OF = operator.itemgetter(*_HOOK_TABLES)
+_HOOKS_OF = operator.itemgetter(*_HOOK_TABLES)  # (the seven read in one C call)
 
 
 def _hook_tables(d: dict) -> tuple:
-    try:
-        return _HOOKS_OF(d)  # (one C call: every nn.Module has them all)
-    except KeyError:
-        return tuple(d.get(k, _EMPTY) for k in _HOOK_TABLES)
+    """A module's hook tables where one is missing (a module pickled by an older torch:
+    a table it lacks is empty)."""
+    return tuple(d.get(k, _EMPTY) for k in _HOOK_TABLES)
 
 
 # type -> whether its objects held as a module attribute are plain Python objects whose
@@ -172,6 +171,7 @@ class ModuleGuard:
         if isinstance(self.model, torch.nn.Module) and not self.saved:
             tensor = torch.Tensor
             objects = _OBJECT_TYPES  # (_plain_object's table, read inline: an int's answer)
+            hooks_of = _HOOKS_OF
             walk = self.walk if self.walk is not None else pytree.module_walk(self.model)
             seen: set[int] = set()
             for mname, mod in walk:
@@ -211,7 +211,10 @@ class ModuleGuard:
                                    attrs, mod.training, d.copy(), layout))
                 if "_c" in d or "_actual_script_module" in d:
                     self.scripted += _script_attributes(mod)
-                tables = _hook_tables(d)
+                try:
+                    tables = hooks_of(d)
+                except KeyError:
+                    tables = _hook_tables(d)
                 self.hooks.append((mname, tables, tuple(t.copy() for t in tables)
                                    if any(tables) else None))
         return self
