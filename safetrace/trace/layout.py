@@ -46,8 +46,12 @@ _KEEPS_CONTIGUITY = frozenset({
     "view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "flatten", "unflatten",
     "alias", "detach", "lift_fresh", "view_as", "reshape_as", "to",
 })
-# Matrix products: a new row-major result whatever their operands' layout.
-_FRESH = frozenset({"mm", "addmm", "bmm", "baddbmm", "_addmm_activation"})
+# Matrix products: a new row-major result whatever their operands' layout (``linear``:
+# addmm of a reshape, or matmul's mm / bmm of one, viewed back, then an in-place bias add;
+# a 1-dim result is dense too); ``x.new_ones(size)`` and its kin: a new tensor of the
+# given sizes, whatever ``x``'s layout (``new_empty_strided`` takes strides: not here).
+_FRESH = frozenset({"mm", "addmm", "bmm", "baddbmm", "_addmm_activation", "linear",
+                    "new_empty", "new_zeros", "new_ones", "new_full"})
 # Not views (or views the schema does not declare: unsafe_split), yet their results may
 # have their own strides: LAPACK's column-major outputs, explicit strides, nonzero's
 # (n, ndim) written column by column, FFTs' permuted outputs, einsum's and rot90's
