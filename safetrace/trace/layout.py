@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import (layout_of_view, strides_of_loose, view_dtype_of_strided,
-                              view_of_strided, view_of_vmap_output)
+from safetrace.errors import (layout_of_view, strides_of_loose, strides_of_small_dim,
+                              view_dtype_of_strided, view_of_strided, view_of_vmap_output)
 from safetrace.meta import contiguous_strides
 from safetrace.meta.symtypes import SYM_CLASSES, TorchSymInt
 from safetrace.rules.common import cond_true, normalize_dim
@@ -230,6 +230,10 @@ def is_contiguous(tr: Recorder, x: Proxy, memory_format: Any = torch.contiguous_
 
 def stride(tr: Recorder, x: Proxy, dim: int | None = None) -> Any:
     exact = exact_strides(x)  # (a view's own strides, where every one of them is exact)
+    if exact is None and x.st_contig is None and x.st_layout is not None:
+        small = [f"dim {d} (size {s})" for d, s in enumerate(x.st_meta.shape)
+                 if not cond_true(s >= 2)]  # (strides traced, exact on dims >= 2 only)
+        raise strides_of_small_dim("x.stride()", short(stack_trace(3)), ", ".join(small))
     _require_known(tr, x, "x.stride()", True, known=exact is not None)
     strides = exact if exact is not None else contiguous_strides(x.st_meta.shape)
     if dim is None:
