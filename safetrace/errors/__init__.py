@@ -84,6 +84,7 @@ from safetrace.errors.control_flow import *  # noqa: F401,F403
 from safetrace.errors.deploy import *  # noqa: F401,F403
 from safetrace.errors.dynamic_shapes import *  # noqa: F401,F403
 from safetrace.errors.tracing import *  # noqa: F401,F403
+from safetrace.errors.layout import *  # noqa: F401,F403
 from safetrace.errors.subclasses import *  # noqa: F401,F403
 from safetrace.errors.violations import *  # noqa: F401,F403
 

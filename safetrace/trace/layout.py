@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import (layout_of_view, strides_of_loose, view_dtype_of_strided,
-                              view_of_strided, view_of_vmap_output)
+from safetrace.errors import (layout_of_view, strides_of_loose, strides_of_small_dim,
+                              view_dtype_of_strided, view_of_strided, view_of_vmap_output)
 from safetrace.meta import contiguous_strides
 from safetrace.meta.symtypes import SYM_CLASSES, TorchSymInt
 from safetrace.rules.common import cond_true, normalize_dim
@@ -46,8 +46,12 @@ _KEEPS_CONTIGUITY = frozenset({
     "view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "flatten", "unflatten",
     "alias", "detach", "lift_fresh", "view_as", "reshape_as", "to",
 })
-# Matrix products: a new row-major result whatever their operands' layout.
-_FRESH = frozenset({"mm", "addmm", "bmm", "baddbmm", "_addmm_activation"})
+# Matrix products: a new row-major result whatever their operands' layout (``linear``:
+# addmm of a reshape, or matmul's mm / bmm of one, viewed back, then an in-place bias add;
+# a 1-dim result is dense too); ``x.new_ones(size)`` and its kin: a new tensor of the
+# given sizes, whatever ``x``'s layout (``new_empty_strided`` takes strides: not here).
+_FRESH = frozenset({"mm", "addmm", "bmm", "baddbmm", "_addmm_activation", "linear",
+                    "new_empty", "new_zeros", "new_ones", "new_full"})
 # Not views (or views the schema does not declare: unsafe_split), yet their results may
 # have their own strides: LAPACK's column-major outputs, explicit strides, nonzero's
 # (n, ndim) written column by column, FFTs' permuted outputs, einsum's and rot90's
@@ -226,6 +230,10 @@ def is_contiguous(tr: Recorder, x: Proxy, memory_format: Any = torch.contiguous_
 
 def stride(tr: Recorder, x: Proxy, dim: int | None = None) -> Any:
     exact = exact_strides(x)  # (a view's own strides, where every one of them is exact)
+    if exact is None and x.st_contig is None and x.st_layout is not None:
+        small = [f"dim {d} (size {s})" for d, s in enumerate(x.st_meta.shape)
+                 if not cond_true(s >= 2)]  # (strides traced, exact on dims >= 2 only)
+        raise strides_of_small_dim("x.stride()", short(stack_trace(3)), ", ".join(small))
     _require_known(tr, x, "x.stride()", True, known=exact is not None)
     strides = exact if exact is not None else contiguous_strides(x.st_meta.shape)
     if dim is None:

@@ -706,3 +706,15 @@ GOLDEN.update({
         'Fix: drop that example, or change the code so that it works for every example\'s '
         'sizes (the condition above names the line)'),
 })
+
+CASES["strides_of_small_dim"] = lambda: E.strides_of_small_dim(
+    "x.stride()", "m.py:4 `s = t.view(b, n // 8, 8).stride()`", "dim 1 (size s1//8)")
+GOLDEN["strides_of_small_dim"] = (
+    "UnsupportedConstruct",
+    "x.stride() at m.py:4 `s = t.view(b, n // 8, 8).stride()` reads the strides of a view whose "
+    "strides safetrace traces on dims of size 2 or more only, and dim 1 (size s1//8) may be 0 "
+    "or 1 in the declared space (there eager's stride of such a dim follows other rules, and a "
+    "wrong stride is a wrong result).\n"
+    "Fix: declare a range that keeps the dim at 2 or more (`Dim(\"n\", min=2)`, or a multiple, "
+    "`8 * Dim(\"k\", min=2)`), or read the strides of a row-major copy, "
+    "`t.contiguous().stride()`")
