@@ -12,6 +12,8 @@ import inspect
 import types
 from typing import Any, Callable
 
+import torch
+
 from safetrace.trace.schema import schemas_of
 
 _NO = object()
@@ -107,10 +109,24 @@ def _probability(named: dict) -> bool:
     return type(p) in (int, float) and 0 <= p <= 1
 
 
+def _evaluation_batch_norm(named: dict) -> bool:
+    """F.batch_norm: its body checks the batch size when training (a size guard) and the
+    sign of ``eps``, then calls the op with ``torch.backends.cudnn.enabled``, which its
+    own signature lacks: bound only in evaluation with ``eps >= 0``, the flag read here as
+    the body reads it (and held in the memo's key, memo.py): a call traced through is never
+    remembered by the memo (it was ~8% of a warm convnet export)."""
+    eps = named.get("eps")
+    if named.get("training") is not False or type(eps) not in (int, float) or eps < 0:
+        return False
+    named["cudnn_enabled"] = torch.backends.cudnn.enabled
+    return True
+
+
 # checks a composite's body makes that its ATen namesake's rule does not (F.dropout's
 # ValueError for p outside [0, 1]): a call failing one is traced through, and its body
-# raises as in eager
+# raises as in eager (an accepted call may be completed with what the body adds)
 _ACCEPTS = {"dropout": _probability, "alpha_dropout": _probability,
+            "batch_norm": _evaluation_batch_norm,
             "feature_alpha_dropout": _probability,
             # (F.group_norm's ValueError where N*C/G * prod(spatial) == 1: a size guard)
             "group_norm": lambda named: False}

@@ -122,6 +122,7 @@ _STATE_TYPES = frozenset((torch.Tensor, torch.nn.Parameter))
 _SYM = _Mark("symbolic")
 _SIZE = _Mark("size")
 _default_dtype = torch.get_default_dtype
+_cudnn = torch._C._get_cudnn_enabled  # (F.batch_norm's body passes it on: composites.py)
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 
 
@@ -151,7 +152,7 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     # the key: the callable, the default dtype, then each argument (the graph node of
     # each of its tensors, in order, in `nodes`: the slots of an entry); `sym` holds the
     # env whose sizes may be keyed, then a mark for each tensor of symbolic sizes
-    parts: list = [func, _default_dtype()]
+    parts: list = [func, _default_dtype(), _cudnn()]
     nodes: list = []
     sym: list = [env if env is not None and ACTIVE.env is env else None]
     state = tr.state
