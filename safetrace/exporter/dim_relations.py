@@ -238,7 +238,7 @@ class NamedRelations:
                                   holds_outside(conds, root, a, b, lo, hi, fixed)))
             args = [repr(name)] + ([f"min={a}"] if a > 0 else []) + (
                 [f"max={int(b)}"] if b != math.inf else [])
-            cut = [(x, y) for x, y in ((lo, a - 1), (b + 1, hi)) if x <= y]
+            cut = [(x, y) for x, y in ((lo, a - 1), (b + 1, hi)) if x <= y and x != math.inf]
             if not others and len(conds) == 1 and all(
                     fails_in_eager(self.env, c.cond, root, x, y) for x, y in cut):
                 return eager_fails(self._label(root), name, " and ".join(

@@ -57,3 +57,37 @@ def test_a_branch_is_not_called_an_eager_failure():
         st.export(_Branch(), (torch.randn(2, 10, 8),),
                   dynamic_shapes={"x": {1: st.Dim("dec", max=128)}}, max_splits=0)
     assert "fails in eager" not in str(info.value)
+
+
+class _DiffThenSlice(torch.nn.Module):
+    """``z.diff(dim=1, append=z * 2)`` has ``2*n - 1`` columns; ``[..., :4] @ w`` needs 4
+    of them: eager fails for n <= 2 and runs every n >= 3 (an unbounded range above, where
+    the refusal's check of the excluded sizes met infinity: OverflowError escaped st.export,
+    fuzz seed 3161)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.linspace(-1, 1, 16).reshape(4, 4))
+
+    def forward(self, z):
+        v = z.diff(dim=1, append=z * 2)
+        return v, v[..., :4] @ self.w
+
+
+def test_an_unbounded_range_that_eager_runs_above_is_refused_with_the_fix():
+    model = _DiffThenSlice()
+    with pytest.raises(RuntimeError):
+        model(torch.randn(3, 2))
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(model, (torch.randn(3, 4),),
+                  dynamic_shapes={"z": {0: st.Dim.DYNAMIC, 1: st.Dim("d2")}})
+    text = str(info.value)
+    assert "fails in eager: for d2 <= 2" in text and "Dim('d2', min=3)" in text
+    ep = st.export(model, (torch.randn(3, 4),),
+                   dynamic_shapes={"z": {0: st.Dim.DYNAMIC, 1: st.Dim("d2", min=3)}})
+    for shape in ((0, 3), (1, 5), (4, 9)):
+        z = torch.randn(shape)
+        for got, want in zip(ep.module()(z), model(z)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3, 2))
