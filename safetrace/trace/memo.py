@@ -149,7 +149,7 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
                 return plan(tr, func, args, kwargs)  # anew)
         if args[0].st_contig is not None:  # (known contiguous: in a `try`, the view
             checked, solid = None, True     # depends on the inputs' layout, layout.py)
-    # the key: the callable, the default dtype, then each argument (the graph node of
+    # the key: the callable, the default dtype and cudnn flag, then each argument (the node of
     # each of its tensors, in order, in `nodes`: the slots of an entry); `sym` holds the
     # env whose sizes may be keyed, then a mark for each tensor of symbolic sizes
     parts: list = [func, _default_dtype(), _cudnn()]
