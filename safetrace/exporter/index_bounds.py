@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from safetrace.symbolic.expr import Expr, const
-from safetrace.trace.graph import FAST_NODES
+from safetrace.trace.graph import calls_any
 
 aten = torch.ops.aten
 
@@ -53,11 +53,8 @@ _INTS = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 def index_relations(graph: Any) -> list[tuple[Expr, Expr, Any, str]]:
     """(number of indices, the most that fit, the op's node, a description) for each
     indexing op of `graph` whose distinct indices must lie in a dim."""
-    if FAST_NODES:  # (no indexing op at all, the usual case: fx's table of the graph's
-        # nodes by target says so without a walk of every node)
-        table = graph._find_nodes_lookup_table.table
-        if not any(table.get(("call_function", op)) for op in _INDEXING):
-            return []
+    if not calls_any(graph, _INDEXING):  # (no indexing op at all, the usual case)
+        return []
     out = []
     for node in graph.nodes:
         spec = _INDEXING.get(getattr(node, "target", None))  # type: ignore[arg-type]

@@ -124,6 +124,15 @@ def add_placeholders(graph: Graph, targets: list[str]) -> list[Node]:
 _PLACEHOLDER_RUNS: dict[tuple, tuple] = {}
 
 
+def calls_any(graph: Graph, targets: Any) -> bool:
+    """Whether `graph` has a call_function node of one of `targets`: read from fx's table
+    of the graph's nodes by target, without a walk of every node."""
+    if FAST_NODES:
+        table = graph._find_nodes_lookup_table.table
+        return any(table.get(("call_function", t)) for t in targets)
+    return any(graph.find_nodes(op="call_function", target=t, sort=False) for t in targets)
+
+
 def target_name(graph: Graph, target: Any) -> str:
     """``graph._target_to_str(target)`` (fx's base name of a node calling `target`; it
     depends on the target alone), made once per target."""
