@@ -165,8 +165,7 @@ def _instructions(code: CodeType) -> tuple[dict[int, dis.Instruction], list[int]
     found = _CODES.get(id(code))
     if found is None:
         ins = {i.offset: i for i in dis.get_instructions(code)}
-        handled = [range(e.start, e.end) for e in
-                   getattr(dis.Bytecode(code), "exception_entries", ())]
+        handled = [range(e.start, e.end) for e in _entries(code)]
         found = _CODES[id(code)] = (code, (ins, sorted(ins), handled))
     return found[1]
 
