@@ -96,6 +96,11 @@ def held_in(walk: list) -> list[tuple[Any, list[tuple[str, Any]]]]:
     found = getattr(walk, "held", None)
     if found is not None:
         return found
+    facts = getattr(walk, "facts", None)  # (pytree.walk_of's: the same modules at each path)
+    kept = facts.get(_KEPT) if facts is not None else None
+    if kept is not None and _still_plain(walk, kept):
+        walk.held = []
+        return walk.held
     found, seen = [], set()
     for _, m in walk:
         if id(m) not in seen:
@@ -105,7 +110,47 @@ def held_in(walk: list) -> list[tuple[Any, list[tuple[str, Any]]]]:
                 found.append((m, attrs))
     if isinstance(walk, ModuleWalk):
         walk.held = found
+        if not found:
+            facts[_KEPT] = _plain_rows(walk)
     return found
+
+
+_KEPT = "usercode.plain"  # (the key of _plain_rows's answer in a walk's facts)
+
+
+def _plain_rows(walk: list) -> list | None:
+    """Per module of `walk`, all found holding no code just now, what ``held_code``'s
+    first test reads from ``_PLAIN`` -- (its ``__dict__``'s size, an itemgetter of the
+    keys scanned, their values, an itemgetter of its hook dicts) -- so that the next
+    export of the same modules (`walk`'s facts: same paths, module objects and classes)
+    makes that test for all of them in one loop, without a call per module; None for a
+    module without such an entry (found plain but not kept: ``held_code`` each export)."""
+    rows = []
+    for _, m in walk:
+        plain = _PLAIN.get(id(m))
+        rows.append(None if plain is None or plain[0]() is not m or plain[5] is None or
+                    plain[6] is None else (plain[1], plain[5], plain[4], plain[6]))
+    return rows
+
+
+def _still_plain(walk: list, kept: list) -> bool:
+    """Whether no module of `walk` holds code (`kept`: ``_plain_rows``'s for the same
+    modules): ``held_code``'s test of a module kept plain (as many attributes, each
+    scanned key bound to the same object, no hook), else ``held_code`` itself."""
+    same = operator.is_
+    try:
+        for (_, m), row in zip(walk, kept):
+            if row is None:
+                if held_code(m):
+                    return False
+                continue
+            n, values, before, hooks = row
+            d = m.__dict__
+            if len(d) != n or any(hooks(d)) or not all(map(same, values(d), before)):
+                return False
+    except KeyError:  # (a key gone)
+        return False
+    return True
 
 
 def held_code(m: Any) -> list[tuple[str, Any]]:

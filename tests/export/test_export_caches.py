@@ -717,3 +717,37 @@ def test_a_new_export_keeps_the_writes_of_the_models_earlier_programs() -> None:
     torch.testing.assert_close(second(x), x * 3)  # as torch's programs of one model
     torch.testing.assert_close(first(x), x * 4)
     assert m.n.item() == 0  # export and its programs never write the model
+
+
+class _Listed(torch.nn.Module):
+    """A submodule holding a list of numbers: found holding no code, but a list may hold
+    some later, so it is scanned again at each export."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes = [1, 2]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+def test_plain_and_rescanned_modules_given_a_hook_after_two_exports_are_scanned_again() -> None:
+    # the second export of each pair checks the modules kept plain in one loop
+    # (trace/usercode.py's _plain_rows) and scans the others again
+    n = st.Dim("n", min=1, max=64)
+    m = torch.nn.Sequential(_Listed(), torch.nn.Identity())
+    spec = {"input": {0: n}}
+
+    def twice(rows: callable) -> None:
+        for _ in range(2):
+            _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), rows)
+
+    twice(lambda k: k)
+    handle = m[1].register_forward_hook(lambda mod, args, out: out[: max(1, len(out) - 1)])
+    twice(lambda k: max(1, k - 1))  # on a module kept plain
+    handle.remove()
+    twice(lambda k: k)
+    handle = m[0].register_forward_hook(lambda mod, args, out: out[: int(math.sqrt(len(out)))])
+    twice(lambda k: int(math.sqrt(k)))  # on a module scanned again
+    handle.remove()
+    twice(lambda k: k)
