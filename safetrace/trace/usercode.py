@@ -118,7 +118,7 @@ def held_in(walk: list) -> list[tuple[Any, list[tuple[str, Any]]]]:
 _KEPT = "usercode.plain"  # (the key of _plain_rows's answer in a walk's facts)
 
 
-def _plain_rows(walk: list) -> list | None:
+def _plain_rows(walk: list) -> list:
     """Per module of `walk`, all found holding no code just now, what ``held_code``'s
     first test reads from ``_PLAIN`` -- (its ``__dict__``'s size, an itemgetter of the
     keys scanned, their values, an itemgetter of its hook dicts) -- so that the next
@@ -138,6 +138,8 @@ def _still_plain(walk: list, kept: list) -> bool:
     modules): ``held_code``'s test of a module kept plain (as many attributes, each
     scanned key bound to the same object, no hook), else ``held_code`` itself."""
     same = operator.is_
+    if len(kept) != len(walk):  # (never, while the facts are the walk's: kept as a guard)
+        return False
     try:
         for (_, m), row in zip(walk, kept):
             if row is None:
