@@ -321,8 +321,13 @@ def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
         s = a.st_meta.static
         if a.st_layout is not None:  # (exact strides, strides.py; symbolic ones as
             lay = a.st_layout        # expressions)
-            if s is None and (sym[0] is None or (lay := layout_key(lay, sym[0])) is None):
-                return False
+            if s is None or any(x.__class__ is not int for x in lay[0]):
+                # (static sizes may have symbolic strides, `x[:, :0]`: hashing those
+                # would specialize them; their expressions key the env's state)
+                if sym[0] is None or (lay := layout_key(lay, sym[0])) is None:
+                    return False
+                if s is not None:
+                    sym.append(_STRIDES)
             parts.append(_STRIDES)
             parts.append(lay)
         if s is None:  # symbolic sizes: keyed by their expressions (_symbolic, inline)
