@@ -3,8 +3,8 @@ sizes whose stride is a declared size (``a[:, :0]`` and ``a[:, :1]`` of an ``(3,
 sizes (3, 0) / (3, 1), strides (n, 1)). The tracer's memo keyed the call by the slice's
 strides as they were, and hashing the symbolic stride specialized n to the example's value:
 ``a[:, :0] * 10`` was refused for every declared Dim (TooManySplits; DeclaredSpaceViolation for
-Dim.DYNAMIC), as was ``y * y[:, :1]`` with Dim.DYNAMIC. The strides are now keyed by their
-expressions."""
+Dim.DYNAMIC), as was ``y * y[:, :1]`` with Dim.DYNAMIC, and ``torch.stack([a[:, :0], ...])``
+(the slices in a list argument). The strides are now keyed by their expressions."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from safetrace import Dim
     (lambda a: a[:, :0] * 10, Dim("n", max=16)),
     (lambda a: (a[:, :0] > 0).sum(1) + a.shape[1], Dim.DYNAMIC),
     (lambda a: a * a[:, :1], Dim.DYNAMIC),
+    (lambda a: torch.stack([a[:, :0], a[:, :0] + 1]), Dim("n")),   # (in a list argument)
 ])
 def test_an_op_on_a_static_slice_with_a_dynamic_stride(f, dim, tmp_path):
     ep = st.export(f, (torch.randn(3, 5),), dynamic_shapes=({1: dim},))
