@@ -4,10 +4,12 @@ run is part of the test suite).
 Run: python benchmarks/fuzz.py --minutes N | --programs P [--seed S] [--inputs K] [--show 5]
 [--base] [--kinds raising,vmapping]  (by default the statement kinds of grammar.py, grammar_long.py,
 grammar_layout.py, grammar_ops.py, grammar_reach.py, grammar_cross.py, grammar_sweep.py and
-grammar_model.py and grammar_values.py; --kinds ops / reach / cross / sweep / model / values:
+grammar_model.py, grammar_values.py and grammar_mixed.py; --kinds ops / reach / cross / sweep /
+model / values / mixed:
 that module's only; --reach: the rule families the run's
 traces reached; inputs taken as forward's
-positional, keyword-only, nested-dict or list parameters (--flat: positional only);
+positional, keyword-only, nested-dict or list parameters, results returned as a tuple or
+nested in a dict (--flat: positional only, a tuple);
 --base: grammar.py's only, the programs the suite's short run draws from;
 --state: grammar_state.py's programs instead, each called CALLS times in sequence on inputs
 of any layout and dtype, outputs and buffers compared after every call; with --kinds
@@ -34,11 +36,12 @@ warnings.filterwarnings("ignore")
 import torch  # noqa: E402
 
 from tests.fuzz.engine import classes, fuzz  # noqa: E402
-from tests.fuzz.grammar import KINDS, LAYOUTS  # noqa: E402
+from tests.fuzz.grammar import KINDS, LAYOUTS, OUTS  # noqa: E402
 from tests.fuzz.grammar_cross import CROSS_KINDS  # noqa: E402
 from tests.fuzz.grammar_sweep import SWEEP_KINDS  # noqa: E402
 from tests.fuzz.grammar_layout import LAYOUT_KINDS  # noqa: E402
 from tests.fuzz.grammar_long import LONG_KINDS, reference_while_loop  # noqa: E402
+from tests.fuzz.grammar_mixed import MIXED_KINDS  # noqa: E402
 from tests.fuzz.grammar_model import MODEL_KINDS  # noqa: E402
 from tests.fuzz.grammar_ops import OPS_KINDS  # noqa: E402
 from tests.fuzz.grammar_reach import REACH_KINDS  # noqa: E402
@@ -77,7 +80,7 @@ def main() -> None:
     table = dict(KINDS) if opts.base else {**KINDS, **LONG_KINDS, **LAYOUT_KINDS, **OPS_KINDS,
                                                   **REACH_KINDS, **CROSS_KINDS,
                                                   **SWEEP_KINDS, **MODEL_KINDS,
-                                                  **VALUE_KINDS}
+                                                  **VALUE_KINDS, **MIXED_KINDS}
     if opts.kinds == "ops":
         table = dict(OPS_KINDS)
     elif opts.kinds == "reach":
@@ -90,6 +93,8 @@ def main() -> None:
         table = dict(MODEL_KINDS)
     elif opts.kinds == "values":
         table = dict(VALUE_KINDS)
+    elif opts.kinds == "mixed":
+        table = dict(MIXED_KINDS)
     elif opts.kinds:
         table = {k: table[k] for k in opts.kinds.split(",")}
     torch.set_num_threads(1)
@@ -98,7 +103,8 @@ def main() -> None:
         torch._higher_order_ops.while_loop = reference_while_loop
     stats = fuzz(seed=opts.seed, n_inputs=opts.inputs, **_limit(opts),
                  torch_export_p=opts.torch_export, kinds=table,
-                 layouts=("flat",) if opts.base or opts.flat else LAYOUTS)
+                 layouts=("flat",) if opts.base or opts.flat else LAYOUTS,
+                 outs=("tuple",) if opts.base or opts.flat else OUTS)
     print(stats.line(), flush=True)
     print(stats.refusal_line())
     print(stats.refusals.table(opts.refusals), flush=True)

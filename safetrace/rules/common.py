@@ -195,9 +195,9 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
             if not (a == b):  # messages are built only on failure: printing sizes is costly
                 raise _mismatch(a, b, i, op)
             return a
-        if ha == 1 and a == 1:
+        if ha == 1 and _broadcasts_to(a, b):
             return b
-        if hb == 1 and b == 1:
+        if hb == 1 and _broadcasts_to(b, a):
             return a
         raise shape_error(op, f"The size of tensor a ({a}) must match the size of tensor b "
                               f"({b}) at non-singleton dimension {i}")
@@ -229,6 +229,17 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
     check(same, op, f"The size of tensor a ({a}) must match the size of tensor b ({b}) "
                     f"at non-singleton dimension {i}")
     return a
+
+
+def _broadcasts_to(a: Size, b: Size) -> bool:
+    """`a` (1 at the example) broadcasts against `b` (not 1 there): the result is `b` where
+    a == 1 or a == b, so a size that may equal `b` elsewhere (``x[:, :1]`` of a dim that
+    may be 0: ``min(n, 1)`` against ``n``) needs only that condition, not a == 1 (a guard
+    that refused n = 0, which eager broadcasts).  A bare symbol keeps its a == 1 guard:
+    it narrows a declared Dim, as torch.export specializes it."""
+    if isinstance(a, SymInt) and a.expr.op != "sym" and isinstance(b, (int, SymInt)):
+        return bool((a == 1) | (a == b))
+    return bool(a == 1)
 
 
 def _one_only_below_two(size: Size) -> bool:

@@ -79,7 +79,7 @@ from safetrace.trace.proxy import WRAPPER, Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.source import LIBRARY_FILES, TRACES, short, stack_trace
 from safetrace.trace.symnodes import expr_node
-from safetrace.trace.memo_values import (layout_key, set_layout, span_key, strided,
+from safetrace.trace.memo_values import (set_layout, span_key, strided, strides_key,
                                          with_layouts)
 from safetrace.trace.versions import stamp
 
@@ -320,8 +320,7 @@ def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
             return False
         s = a.st_meta.static
         if a.st_layout is not None:  # (exact strides, strides.py; symbolic ones as
-            lay = a.st_layout        # expressions)
-            if s is None and (sym[0] is None or (lay := layout_key(lay, sym[0])) is None):
+            if (lay := strides_key(a.st_layout, s, sym)) is None:       # expressions)
                 return False
             parts.append(_STRIDES)
             parts.append(lay)
@@ -427,9 +426,7 @@ def _sequence(v: list | tuple, state: dict, nodes: list, sym: list) -> tuple | N
                 return None
             s = x.st_meta.static
             if x.st_layout is not None:  # (as _argument keys them)
-                lay = x.st_layout
-                if s is None and (sym[0] is None or
-                                  (lay := layout_key(lay, sym[0])) is None):
+                if (lay := strides_key(x.st_layout, s, sym)) is None:
                     return None
                 parts.append(_STRIDES)
                 parts.append(lay)

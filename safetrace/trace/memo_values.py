@@ -62,6 +62,22 @@ def layout_key(layout: tuple, env: Any) -> tuple | None:
     return (tuple(out), layout[1])
 
 
+def strides_key(layout: tuple, static: Any, sym: list) -> tuple | None:
+    """The key of exact strides `layout` of a tensor whose sizes are `static` (None: they
+    are symbolic): the strides where all are ints, else each as its expression in the env
+    ``sym[0]`` (None where one is not its size, or no env may be keyed).  Symbolic strides
+    of static sizes (``x[:, :0]`` of an (m, n) input: strides (n, 1)) mark `sym` (the key
+    then holds the env's state, as for symbolic sizes): hashed as they are, they would
+    specialize n."""
+    if static is not None and all(s.__class__ is int for s in layout[0]):
+        return layout
+    if sym[0] is None or (key := layout_key(layout, sym[0])) is None:
+        return None
+    if static is not None:
+        sym.append(layout)  # (a mark)
+    return key
+
+
 def set_layout(p: Any, contig: Any, env: Any = None) -> None:
     """A replayed result's layout from its entry (`env`: its symbolic strides' env)."""
     if contig.__class__ is Strided:

@@ -575,14 +575,14 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
 
 
 def fuzz(seed=0, programs=None, seconds=None, n_inputs=24, kinds=None, roundtrip_p=0.25,
-         avoid=(), torch_export_p=0.0, layouts=("flat",)):
+         avoid=(), torch_export_p=0.0, layouts=("flat",), outs=("tuple",)):
     """Run until `programs` programs or `seconds` elapsed; returns Stats. ``layouts``: how
     forward may take its inputs (grammar.LAYOUTS: flat, keyword-only, a nested dict, a
-    list)."""
+    list); ``outs``: how it may return its results (grammar.OUTS)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")      # torch's degrees-of-freedom warnings on empty dims
         return _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid,
-                     torch_export_p, layouts)
+                     torch_export_p, layouts, outs)
 
 
 
@@ -596,10 +596,10 @@ def program_rngs(seed, programs, seconds, stats):
         yield random.Random(rng.randrange(2**62))
 
 def _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid, torch_export_p,
-          layouts):
+          layouts, outs):
     stats = Stats()
     for prng in program_rngs(seed, programs, seconds, stats):
-        program = build(prng, kinds, avoid=avoid, layouts=layouts)
+        program = build(prng, kinds, avoid=avoid, layouts=layouts, outs=outs)
         if not program.stmts:
             continue
         spec, roots = random_spec(prng, program.inputs)

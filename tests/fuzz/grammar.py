@@ -38,6 +38,7 @@ class Program:
     state: bool = False
     tags: list = field(default_factory=list)   # kinds, parallel to stmts
     layout: str = "flat"         # how forward takes the inputs: one of LAYOUTS
+    outs: str = "tuple"          # how forward returns its results: one of OUTS
 
     def source(self) -> str:
         args, unpack = _signature(self.layout, [n for n, _ in self.inputs])
@@ -51,7 +52,7 @@ class Program:
         for src, names in self.stmts:
             lines += ["        " + ln for ln in src.splitlines()]
             outs += names
-        lines.append(f"        return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+        lines.append("        return " + _returned(self.outs, outs))
         return "\n".join(lines) + "\n"
 
     def model(self):
@@ -111,6 +112,17 @@ class Program:
 
 
 LAYOUTS = ("flat", "kwonly", "dict", "list")
+OUTS = ("tuple", "nested")
+
+
+def _returned(outs, names):
+    """forward's return expression: a tuple of the results, or (``nested``) a dict of the
+    first and the rest as a tuple holding a list (``{'first': v0, 'rest': (v1, [v2])}``)."""
+    if outs == "tuple" or not names:
+        return f"({', '.join(names)}{',' if len(names) == 1 else ''})"
+    rest = names[1:]
+    inner = f"({rest[0]}, [{', '.join(rest[1:])}])" if rest else "()"
+    return f"{{'first': {names[0]}, 'rest': {inner}}}"
 
 
 def _signature(layout, names):
@@ -420,16 +432,19 @@ def random_inputs(rng):
     return out
 
 
-def build(rng: random.Random, kinds=None, tries=40, avoid=(), layouts=("flat",)) -> Program:
+def build(rng: random.Random, kinds=None, tries=40, avoid=(), layouts=("flat",),
+          outs=("tuple",)) -> Program:
     """A program of 2–8 statements, each checked against eager on the example; statements
     containing an ``avoid`` substring are not used (known open bugs, for the short run).
     ``kinds``: names of ``KINDS``, or a table name -> generator (the long run's, with
     grammar_long.LONG_KINDS). ``layouts``: how forward may take its inputs (``LAYOUTS``; one
-    layout draws nothing, so the short run's programs stay as they were)."""
+    layout draws nothing, so the short run's programs stay as they were); ``outs``: how it may
+    return its results (``OUTS``; one draws nothing)."""
     table = kinds if isinstance(kinds, dict) else KINDS
     kinds = list(kinds or KINDS)
     p = Program(random_inputs(rng), [], state=rng.random() < 0.3)
     p.layout = rng.choice(layouts) if len(layouts) > 1 else layouts[0]
+    p.outs = rng.choice(outs) if len(outs) > 1 else outs[0]
     want = rng.randint(2, 8)
     model_ns = p.model()
     env = dict(p.inputs)

@@ -377,3 +377,29 @@ def test_value_kinds_find_no_wrong_result_or_crash():
     bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
     assert not bad, stats.line() + "\n\n" + "\n".join(bad)
     assert stats.counts["exported"] >= 30, stats.line()
+
+
+def _mixed_run(seed, programs, n_inputs):
+    from tests.fuzz.grammar import LAYOUTS, OUTS
+    from tests.fuzz.grammar_mixed import MIXED_KINDS
+
+    stats = fuzz(seed=seed, programs=programs, n_inputs=n_inputs, kinds=MIXED_KINDS,
+                 layouts=LAYOUTS, outs=OUTS)
+    bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
+    assert not bad, stats.line() + "\n\n" + "\n".join(bad)
+    return stats
+
+
+def test_mixed_kinds_find_no_wrong_result_or_crash():   # (~1-2 s: a small default sample)
+    """grammar_mixed's kinds (session 32): pads to a multiple from sizes, indices from
+    sizes, broadcasts of size-1 slices, unbind / stack and aliasing results nested in a
+    dict, in-place ops on views and inputs, int / bool / half tensors with sizes."""
+    stats = _mixed_run(32, 8, 4)
+    assert stats.counts["exported"] >= 6, stats.line()
+
+
+@pytest.mark.slow   # (~15 s)
+def test_mixed_kinds_longer_run():
+    stats = _mixed_run(3211, 80, 10)
+    assert stats.counts["exported"] >= 60, stats.line()
+    assert stats.counts["over_rejection"] * 200 <= stats.counts["inputs"], stats.line()
