@@ -30,6 +30,7 @@ from safetrace.trace.index_ranges import CHECKS
 from safetrace.trace.mutation import vmap_strides
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.raising import program_catches
+from safetrace.trace.small_strides import full_strides
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.strides import (COPIES, concatenated, derive, exact_strides, pointwise,
                                     strided, view_layout)
@@ -44,7 +45,7 @@ LOOSE = "loose"  # contiguous to is_contiguous(), strides of dims of size 0 / 1 
 # tensor's strides (a ``memory_format`` argument is read first).
 _KEEPS_CONTIGUITY = frozenset({
     "view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "flatten", "unflatten",
-    "alias", "detach", "lift_fresh", "view_as", "reshape_as", "to",
+    "alias", "detach", "lift_fresh", "view_as", "reshape_as", "to", "type_as",
 })
 # Matrix products: a new row-major result whatever their operands' layout (``linear``:
 # addmm of a reshape, or matmul's mm / bmm of one, viewed back, then an in-place bias add;
@@ -230,11 +231,16 @@ def is_contiguous(tr: Recorder, x: Proxy, memory_format: Any = torch.contiguous_
 
 def stride(tr: Recorder, x: Proxy, dim: int | None = None) -> Any:
     exact = exact_strides(x)  # (a view's own strides, where every one of them is exact)
+    full = None
+    if exact is None and (x.st_contig is LOOSE or x.st_layout is not None):
+        exact = full = full_strides(x)  # (its dims of size 0 / 1 too, by eager's rules)
     if exact is None and x.st_contig is None and x.st_layout is not None:
         small = [f"dim {d} (size {s})" for d, s in enumerate(x.st_meta.shape)
                  if not cond_true(s >= 2)]  # (strides traced, exact on dims >= 2 only)
         raise strides_of_small_dim("x.stride()", short(stack_trace(3)), ", ".join(small))
-    _require_known(tr, x, "x.stride()", True, known=exact is not None)
+    _require_known(tr, x, "x.stride()", full is None, known=exact is not None)
+    if full is not None:  # (from a row-major tensor: an input's strides are then checked)
+        tr.strides_queried = True
     strides = exact if exact is not None else contiguous_strides(x.st_meta.shape)
     if dim is None:
         return strides
