@@ -38,6 +38,9 @@ from safetrace.trace.recorder import Recorder
 
 COMPUTE, UNKNOWN, FOLLOW, CONTIGUOUS, CONTIGUOUS_SELF = 0, 1, 2, 3, 4
 _CAT = torch.ops.aten.cat.default
+# ``constant_pad_nd`` (``F.pad``'s constant mode) allocates its result in its input's
+# ``suggest_memory_format``: row-major unless 4- or 5-d (channels-last may be suggested)
+_PADS = frozenset({torch.ops.aten.constant_pad_nd.default, torch.ops.aten.pad.default})
 LOOSE = "loose"  # contiguous to is_contiguous(), strides of dims of size 0 / 1 and offset not
 
 # Views that keep a contiguous tensor contiguous (same storage offset too); ``to`` is the
@@ -178,6 +181,9 @@ def set_layout(kind: int, fmt: int | None, op: Any, args: tuple, kwargs: dict,
     if (kind == UNKNOWN or (type(x) is Proxy and x.st_contig is None)) and \
             derive(op, args, kwargs, result):
         return
+    if op in _PADS and _new_padded(args, kwargs, result):
+        result.st_contig = True
+        return
     if not known and kind == COMPUTE and fmt is None:
         if op is _CAT and concatenated(args, result):
             return
@@ -192,6 +198,16 @@ def set_layout(kind: int, fmt: int | None, op: Any, args: tuple, kwargs: dict,
         for p in (result if isinstance(result, (tuple, list)) else (result,)):
             if type(p) is Proxy:
                 p.st_contig = contig
+
+
+def _new_padded(args: tuple, kwargs: dict, result: Any) -> bool:
+    """``constant_pad_nd`` (``pad``'s constant mode) with pads >= 0, not all 0 (those: a
+    ``clone`` of the input), below 4 or above 5 dims: a new row-major tensor."""
+    pads = args[1] if len(args) > 1 else kwargs.get("pad")
+    mode = args[2] if len(args) > 2 else kwargs.get("mode", "constant")
+    return type(result) is Proxy and mode == "constant" and result.st_meta.ndim not in (4, 5) and \
+        isinstance(pads, (list, tuple)) and all(type(p) is int and p >= 0 for p in pads) \
+        and any(pads)
 
 
 def _require_known(tr: Recorder, x: Proxy, what: str, strides: bool = False,

@@ -24,7 +24,7 @@ import torch
 from safetrace.rules.common import cond_true, normalize_dim
 from safetrace.symbolic import sym_and, sym_not, sym_or
 from safetrace.trace.proxy import Proxy
-from safetrace.trace.strides import COPIES, view_layout
+from safetrace.trace.strides import COPIES, known_strides, view_layout
 
 aten = torch.ops.aten
 _CHAIN = 64  # views walked back from one tensor, at most
@@ -163,14 +163,17 @@ def _slice(shape: tuple, st: list, node: Any, new: tuple) -> list | None:
     step = _arg(node, 4, "step", 1)
     if type(step) is not int:
         return None
-    st[d] = _mul(st[d], step)  # (torch's slice: the dim's stride times the step, any size)
+    # (torch's slice: the dim's stride times the step, any size; a result of size >= 2
+    # comes from a dim of size >= 2)
+    st[d] = (_mul(st[d][0], step), st[d][1])
     return st
 
 
 def _unsqueeze(shape: tuple, st: list, node: Any, new: tuple) -> list | None:
     d = normalize_dim(_arg(node, 1, "dim", 0), len(st) + 1, "unsqueeze")
     # (inferUnsqueezeGeometry: the size times the stride of the dim it lands before)
-    return st[:d] + [1 if d == len(st) else _mul(shape[d], st[d])] + st[d:]
+    return st[:d] + [(1, True) if d == len(st) else
+                     (_mul(shape[d], st[d][0]), st[d][1])] + st[d:]
 
 
 def _squeeze(shape: tuple, st: list, node: Any, new: tuple) -> list | None:
@@ -193,35 +196,63 @@ def _expand(shape: tuple, st: list, node: Any, new: tuple) -> list | None:
     """inferExpandGeometry: stride 0 where the size changes (from 1), a new leading dim
     of size 1 the size times the stride of the dim after it."""
     lead = len(new) - len(shape)
-    out: list = [0] * len(new)
+    out: list = [(0, True)] * len(new)
     for i in range(len(new) - 1, -1, -1):
         d = i - lead
         if d >= 0:
             size, stride = shape[d], st[d]
         else:
             size = 1
-            stride = 1 if i == len(new) - 1 else _mul(new[i + 1], out[i + 1])
+            stride = (1, True) if i == len(new) - 1 else \
+                (_mul(new[i + 1], out[i + 1][0]), out[i + 1][1])
         if size.__class__ is int and new[i].__class__ is int:
             changes = size != new[i]
         else:
             changes = _decide(size != new[i])
             if changes is None:
                 return None
-        out[i] = 0 if changes else stride
+        out[i] = (0, True) if changes else stride
     return out
 
 
 def _view(shape: tuple, st: list, node: Any, new: tuple) -> list | None:
-    return view_strides(shape, st, new)
+    """``computeStride`` reads the strides of dims of size 1 only to chain them (where a
+    stride known on dims >= 2 answers), save the last dim's, the first chunk's base."""
+    if not st:
+        return [(1, True)] * len(new)
+    if not (st[-1][1] or cond_true(shape[-1] >= 2)):
+        return None
+    found = view_strides(shape, [v for v, _ in st], new)
+    return None if found is None else [(v, True) for v in found]
 
 
 def _reshape(shape: tuple, st: list, node: Any, new: tuple) -> list | None:
     """A view where eager's ``computeStride`` finds one at every size, a row-major copy
     where it finds none at any size."""
-    found = view_strides(shape, st, new)
+    found = _view(shape, st, new, new)
     if found is not None:
         return found
-    return _row_major(new) if view_layout(shape, tuple(st), new) is COPIES else None
+    if view_layout(shape, tuple(v for v, _ in st), new) is COPIES:
+        return [(v, True) for v in _row_major(new)]
+    return None
+
+
+def _dense_copy(shape: tuple, st: list, node: Any, new: tuple) -> list | None:
+    """``to``, ``type_as``, ``clone`` (preserve_format) of a tensor contiguous to
+    ``is_contiguous()`` at every size (non-overlapping and dense): ``empty_like`` keeps
+    its strides, every one (or it is the tensor itself)."""
+    fmt = node.kwargs.get("memory_format")
+    if fmt is not None and fmt is not torch.preserve_format:
+        return None
+    want = _row_major(shape)
+    if not all(cond_true(sym_or(s <= 1, v == w)) for s, (v, _), w in zip(shape, st, want)):
+        return None
+    return st
+
+
+def _new_row_major(shape: tuple, st: list, node: Any, new: tuple) -> list | None:
+    """``masked_fill`` (out of place): a ``clone(contiguous_format)`` filled in place."""
+    return [(v, True) for v in _row_major(new)]
 
 
 def _unbind_piece(shape: tuple, st: list, node: Any, new: tuple) -> list | None:
@@ -236,6 +267,10 @@ _RULES: dict = {
     aten.squeeze.default: _squeeze, aten.squeeze.dim: _squeeze, aten.squeeze.dims: _squeeze,
     aten.expand.default: _expand, aten.view.default: _view, aten._unsafe_view.default: _view,
     aten.reshape.default: _reshape,
+    aten._to_copy.default: _dense_copy, aten.type_as.default: _dense_copy,
+    aten.to.dtype: _dense_copy, aten.to.dtype_layout: _dense_copy, aten.to.device: _dense_copy,
+    aten.to.other: _dense_copy, aten.clone.default: _dense_copy,
+    aten.masked_fill.Scalar: _new_row_major, aten.masked_fill.Tensor: _new_row_major,
 }
 # pieces (getitem of these): the input's strides, less the dim unbind removes
 _PIECES: dict = {aten.split.Tensor: _same, aten.split_with_sizes.default: _same,
@@ -256,6 +291,16 @@ def _nonempty(shape: tuple) -> bool:
     return all(s >= 1 if s.__class__ is int else cond_true(s >= 1) for s in shape)
 
 
+def _start(val: Proxy) -> list | None:
+    """The strides of a tensor that starts a chain: known on its dims of size >= 2 (a
+    dim that may be 1 is marked so, its stride read only where it is >= 2)."""
+    lay = known_strides(val)
+    shape = val.st_meta.shape
+    if lay is None or not _nonempty(shape):
+        return None
+    return [(v, cond_true(s >= 2)) for s, v in zip(shape, lay[0])]
+
+
 def full_strides(x: Proxy) -> tuple | None:
     """Every stride of `x` as eager gives it at each size of the declared space (see the
     module's text), or None."""
@@ -269,10 +314,14 @@ def full_strides(x: Proxy) -> tuple | None:
             shape = val.st_meta.shape
             if not _nonempty(shape):
                 return None
-            st = _row_major(shape)
+            st = [(v, True) for v in _row_major(shape)]
             break
         if len(steps) == _CHAIN or node.op != "call_function" or not node.args:
-            return None
+            st = _start(val)
+            if st is None:
+                return None
+            shape = val.st_meta.shape
+            break
         target = node.target
         if target is operator.getitem:
             maker = node.args[0]
@@ -283,7 +332,11 @@ def full_strides(x: Proxy) -> tuple | None:
             rule = _RULES.get(target) or (_same if _in_place_same(target) else None)
             src, step = node.args[0], node
         if rule is None or not isinstance(src, torch.fx.Node):
-            return None
+            st = _start(val)  # (the chain starts here, its strides known on dims >= 2)
+            if st is None:
+                return None
+            shape = val.st_meta.shape
+            break
         steps.append((rule, step, val))
         node = src
     for rule, node, val in reversed(steps):
@@ -297,6 +350,9 @@ def full_strides(x: Proxy) -> tuple | None:
         if st is None or len(st) != len(new):
             return None
         shape = new
+    if not all(f for _, f in st):
+        return None
+    st = [v for v, _ in st]
     if x.st_layout is not None and not all(  # (the chain agrees with the traced strides)
             cond_true(a == b) for s, a, b in zip(shape, st, x.st_layout[0])
             if cond_true(s >= 2)):

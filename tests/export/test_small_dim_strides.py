@@ -166,8 +166,10 @@ def test_view_op_rules_agree_with_eager_on_random_layouts():
             p = list(range(nd))
             rng.shuffle(p)
             r, node, rule = t.permute(p), _Node(p), S._permute
-        got = rule(sh, list(sts), node, tuple(r.shape))
-        assert got is not None and list(got) == list(r.stride()), (op, sh, sts, node.args)
+        got = rule(sh, [(v, True) for v in sts], node, tuple(r.shape))
+        assert got is not None and [v for v, _ in got] == list(r.stride()), \
+            (op, sh, sts, node.args)
+        assert all(full for _, full in got)
         checked += 1
     assert checked > 2500
 
@@ -197,3 +199,40 @@ def test_strides_through_a_mask_of_size_one_dims():
         torch.testing.assert_close(ep.module()(*args), model(*args))
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randint(0, 2, (2, 12)), torch.randn(3))
+
+
+class _PaddedChunks(torch.nn.Module):
+    """Longformer's value path: a padded (``F.pad``, constant) view, a new row-major
+    tensor, chunked with its own strides; and its mask path: a mask read through a
+    strided ``select`` (its batch dim's stride known where the batch is >= 2 only),
+    unsqueezed, filled, transposed and chunked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x, ext):  # (b, s, 8), (b, s, s); s a multiple of 8
+        b, s = x.shape[0], x.shape[1]
+        v = self.lin(x).view(b, s, 2, 4).transpose(1, 2).reshape(b * 2, s, 4)
+        p = torch.nn.functional.pad(v, (0, 0, 4, 4), value=-1)
+        st0, st1, _ = p.stride()
+        out = p.as_strided((b * 2, s // 8, 16, 4), (st0, 8 * st1, st1, 1)).sum((2, 3))
+        m = (ext[:, 0, :] != 0)[:, :, None, None]
+        f = m.type_as(x).masked_fill(m, -3.0)
+        q = f.transpose(1, 2).reshape(b, s, 1).view(b, s // 8, 8, 1)
+        size, stride = list(q.size()), list(q.stride())
+        size[1], stride[1] = size[1] * 2 - 1, stride[1] // 2
+        return out, q.as_strided(size=size, stride=stride)
+
+
+def test_strides_of_a_padded_view_and_a_mask_read_through_select():
+    model = _PaddedChunks().eval()
+    b, k = Dim("b", min=1, max=8), Dim("k", min=1, max=8)
+    ex = (torch.randn(2, 16, 8), torch.randint(0, 2, (2, 16, 16)).float())
+    ep = st.export(model, ex, dynamic_shapes=({0: b, 1: 8 * k}, {0: b, 1: 8 * k, 2: 8 * k}))
+    for n, s in ((1, 8), (3, 8), (1, 24), (4, 40)):
+        args = (torch.randn(n, s, 8), torch.randint(0, 2, (n, s, s)).float())
+        for got, want in zip(ep.module()(*args), model(*args)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(2, 12, 8), torch.randn(2, 12, 12))
