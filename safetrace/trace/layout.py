@@ -53,9 +53,10 @@ _KEEPS_CONTIGUITY = frozenset({
 # Matrix products: a new row-major result whatever their operands' layout (``linear``:
 # addmm of a reshape, or matmul's mm / bmm of one, viewed back, then an in-place bias add;
 # a 1-dim result is dense too); ``x.new_ones(size)`` and its kin: a new tensor of the
-# given sizes, whatever ``x``'s layout (``new_empty_strided`` takes strides: not here).
+# given sizes, whatever ``x``'s layout (``new_empty_strided`` takes strides: not here);
+# ``masked_fill`` (out of place): a ``clone(contiguous_format)`` of its input, filled.
 _FRESH = frozenset({"mm", "addmm", "bmm", "baddbmm", "_addmm_activation", "linear",
-                    "new_empty", "new_zeros", "new_ones", "new_full"})
+                    "new_empty", "new_zeros", "new_ones", "new_full", "masked_fill"})
 # Not views (or views the schema does not declare: unsafe_split), yet their results may
 # have their own strides: LAPACK's column-major outputs, explicit strides, nonzero's
 # (n, ndim) written column by column, FFTs' permuted outputs, einsum's and rot90's

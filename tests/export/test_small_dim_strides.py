@@ -236,3 +236,25 @@ def test_strides_of_a_padded_view_and_a_mask_read_through_select():
             torch.testing.assert_close(got, want)
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(2, 12, 8), torch.randn(2, 12, 12))
+
+
+class _FilledStrides(torch.nn.Module):
+    """``masked_fill`` (out of place) of a transposed input: a contiguous copy, filled
+    (LED's mask is filled from an expanded one); its layout asked, its strides read."""
+
+    def forward(self, x, m):  # (n, b), (b, n)
+        y = x.t().masked_fill(m, 0.5)
+        y = y + 1 if y.is_contiguous() else y - 1
+        return y.as_strided((y.shape[1], y.shape[0]), (y.stride(1), y.stride(0)))
+
+
+def test_strides_of_masked_fill_of_a_transpose():
+    model = _FilledStrides()
+    n, b = Dim("n", min=1, max=8), Dim("b", min=1, max=8)
+    ex = (torch.randn(3, 2), torch.rand(2, 3) < .5)
+    ep = st.export(model, ex, dynamic_shapes=({0: n, 1: b}, {0: b, 1: n}))
+    for i, j in ((1, 1), (1, 4), (5, 1), (7, 3)):
+        args = (torch.randn(i, j), torch.rand(j, i) < .5)
+        torch.testing.assert_close(ep.module()(*args), model(*args))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(9, 2), torch.rand(2, 9) < .5)
