@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from benchmarks.hf_sweep_kinds import (
-    _DEC, TEXT_SIZES, VOCAB, Sweep, _cfg, _mask, _model, _tok, fixed_image, image, seq2seq,
+    _BERT, _DEC, TEXT_SIZES, VOCAB, Sweep, _cfg, _mask, _model, _tok, fixed_image, image, seq2seq,
     text)
 from safetrace import Dim
 
@@ -139,6 +139,35 @@ def _detr_kw(**kw):
                 backbone_config=_backbone(), d_model=32, encoder_layers=1, decoder_layers=1,
                 encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
                 decoder_ffn_dim=64, num_queries=8, **kw)
+
+
+def _local_attention_only(module, args, kwargs):
+    """Longformer / LED layers branch on ``is_global_attn`` (``.item()`` of the mask's
+    ``> 0``): a user exporting local attention only says so, checked at run time."""
+    torch._check(torch.sym_not(kwargs["is_global_attn"]))
+
+
+def windowed(build_base, window=8):
+    """Longformer / LED as users export them: the sequence a multiple of the attention
+    window (``if padding_len > 0:`` pads others, a branch on ``seq % window``), local
+    attention only (a check on each encoder layer); sizes where the chunk count is 1."""
+    def build():
+        sw = build_base()
+        enc = getattr(sw.model, "encoder", None) or sw.model.get_encoder()
+        for layer in getattr(enc, "layer", None) or enc.layers:
+            layer.register_forward_pre_hook(_local_attention_only, with_kwargs=True)
+        spec = sw.spec
+
+        def windowed_spec(batch, size):
+            if isinstance(size, Dim):
+                size = window * Dim("k", min=1, max=64 // window)
+            return spec(batch, size)
+        sw.spec = windowed_spec
+        sw.example, sw.others = (2, 2 * window), [(1, window), (3, 3 * window), (0, window),
+                                                  (1, 64), (4, window)]
+        sw.outside, sw.size_dim = (2, 64 + window), (window, 64)
+        return sw
+    return build
 
 
 MORE = {
@@ -308,4 +337,13 @@ MORE = {
     "encodec": waveform("EncodecModel", "EncodecConfig", hidden_size=16, num_filters=4,
                         upsampling_ratios=[2, 2], codebook_size=16, codebook_dim=16,
                         num_lstm_layers=1, sampling_rate=400, target_bandwidths=[1.5]),
+    # -- added 2026-12-07 (h/models32): a view's strides on dims of size 1 --
+    "longformer_w8": windowed(text("LongformerModel", "LongformerConfig",
+                                   attention_window=[8, 8], **dict(_BERT, pad_token_id=1))),
+    "led_w8": windowed(seq2seq("LEDModel", "LEDConfig", attention_window=8, vocab_size=VOCAB,
+                               d_model=32, encoder_layers=1, decoder_layers=1,
+                               encoder_attention_heads=4, decoder_attention_heads=4,
+                               encoder_ffn_dim=64, decoder_ffn_dim=64,
+                               max_encoder_position_embeddings=64,
+                               max_decoder_position_embeddings=64, pad_token_id=1)),
 }

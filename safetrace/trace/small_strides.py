@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from safetrace.rules.common import cond_true, normalize_dim
+from safetrace.rules.common import cond_true, normalize_dim, open_question
 from safetrace.symbolic import sym_and, sym_not, sym_or
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.strides import COPIES, known_strides, view_layout
@@ -31,10 +31,15 @@ _CHAIN = 64  # views walked back from one tensor, at most
 
 
 def _decide(cond: Any) -> bool | None:
-    """True / False where `cond` holds / fails at every size of the space, else None."""
+    """True / False where `cond` holds / fails at every size of the space; else the
+    example's answer as a guard (as eager's C++ branches on sizes: a named range where it
+    does not hold everywhere is split there or refused, ``Dim.AUTO`` checks it), None
+    where the sizes are data-dependent."""
     if cond_true(cond):
         return True
-    return False if cond_true(sym_not(cond)) else None
+    if cond_true(sym_not(cond)):
+        return False
+    return open_question(cond)
 
 
 def _is_one(s: Any) -> bool | None:
@@ -122,7 +127,7 @@ def view_strides(shape: tuple, strides: list, new: tuple) -> list | None:
             taken.append(new[view_d])
             view_d -= 1
         v, t = _cancel(taken, chunk)
-        if not cond_true(v == t):
+        if not _decide(v == t):  # (eager's view fails otherwise)
             return None
         if d > 0:
             base = strides[d - 1]
@@ -288,7 +293,16 @@ def _in_place_same(op: Any) -> bool:
 
 
 def _nonempty(shape: tuple) -> bool:
-    return all(s >= 1 if s.__class__ is int else cond_true(s >= 1) for s in shape)
+    """Every size >= 1 (an empty tensor's views take other strides): proven, or a guard
+    where the example's size is (``Dim.AUTO``: a check of the inputs; a named range that
+    admits 0 is split there or refused, naming this line)."""
+    for s in shape:
+        if s.__class__ is int:
+            if s < 1:
+                return False
+        elif not cond_true(s >= 1) and open_question(s >= 1) is not True:
+            return False
+    return True
 
 
 def _start(val: Proxy) -> list | None:

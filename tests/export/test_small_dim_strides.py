@@ -81,10 +81,25 @@ class _Expanded(torch.nn.Module):
         return torch.tensor(e.stride()) + y.sum()
 
 
-def test_expand_of_a_size_that_may_be_one_is_refused():
-    with pytest.raises(st.UnsupportedOpError, match="stride"):
-        st.export(_Expanded(), (torch.randn(3, 1), torch.randn(3, 4)),
-                  dynamic_shapes=({0: Dim("b")}, {0: Dim("b"), 1: Dim("m", min=1, max=8)}))
+def test_expand_of_a_size_that_may_be_one_is_guarded():
+    """Whether ``m`` is 1 decides the stride (the example's answer is a guard, as eager's
+    branch): sizes on the example's side match eager, m = 1 is refused before running
+    (or, split there, matches too)."""
+    model = _Expanded()
+    ep = st.export(model, (torch.randn(3, 1), torch.randn(3, 4)),
+                   dynamic_shapes=({0: Dim("b")}, {0: Dim("b"), 1: Dim("m", min=1, max=8)}))
+    for b, m in ((2, 4), (5, 8), (1, 2)):
+        args = (torch.randn(b, 1), torch.randn(b, m))
+        torch.testing.assert_close(ep.module()(*args), model(*args))
+    for b in (1, 3):
+        args = (torch.randn(b, 1), torch.randn(b, 1))
+        try:
+            got = ep.module()(*args)
+        except st.InputMismatchError:
+            continue
+        torch.testing.assert_close(got, model(*args))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3, 1), torch.randn(3, 9))
 
 
 def _random_layout(rng, sizes):
@@ -258,3 +273,22 @@ def test_strides_of_masked_fill_of_a_transpose():
         torch.testing.assert_close(ep.module()(*args), model(*args))
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(9, 2), torch.rand(2, 9) < .5)
+
+
+def test_chunks_under_dim_auto():
+    """``Dim.AUTO``: the sizes' >= 1 and the view's branches become checks of the inputs
+    where the facts do not decide them (as eager's branches would be); every size the
+    program accepts matches eager."""
+    model = _Chunked().eval()
+    ep = st.export(model, (torch.randn(24, 3, 16),),
+                   dynamic_shapes=({0: Dim.AUTO, 1: Dim.AUTO},))
+    ran = 0
+    for s, n in ((16, 2), (64, 5), (40, 8), (8, 1), (8, 3), (16, 1)):
+        x = torch.randn(s, n, 16)
+        try:
+            got = ep.module()(x)
+        except st.InputMismatchError:
+            continue
+        torch.testing.assert_close(got, model(x))
+        ran += 1
+    assert ran >= 3
