@@ -7,8 +7,8 @@ from __future__ import annotations
 import torch
 
 from benchmarks.hf_sweep_kinds import (
-    _BERT, _DEC, TEXT_SIZES, VOCAB, Sweep, _cfg, _mask, _model, _tok, fixed_image, image, seq2seq,
-    text)
+    _BERT, _DEC, _S2S, TEXT_SIZES, VOCAB, Sweep, _cfg, _mask, _model, _tok, fixed_image, image,
+    seq2seq, text)
 from safetrace import Dim
 
 _GQA = dict(_DEC, num_key_value_heads=2)
@@ -346,4 +346,50 @@ MORE = {
                                encoder_ffn_dim=64, decoder_ffn_dim=64,
                                max_encoder_position_embeddings=64,
                                max_decoder_position_embeddings=64, pad_token_id=1)),
+    # -- added 2026-12-07 (h/models32): more decoders and encoders --
+    "gemma3_text": text("Gemma3ForCausalLM", "Gemma3TextConfig", head_dim=8,
+                        sliding_window=8, **_GQA),
+    "glm4": text("Glm4ForCausalLM", "Glm4Config", head_dim=8, pad_token_id=0, **_GQA),
+    "ministral": text("MinistralForCausalLM", "MinistralConfig", head_dim=8, **_GQA),
+    "arcee": text("ArceeForCausalLM", "ArceeConfig", head_dim=8, **_GQA),
+    "apertus": text("ApertusForCausalLM", "ApertusConfig", head_dim=8, **_GQA),
+    "bitnet": text("BitNetForCausalLM", "BitNetConfig", head_dim=8, **_GQA),
+    "seed_oss": text("SeedOssForCausalLM", "SeedOssConfig", head_dim=8, **_GQA),
+    "hunyuan_v1_dense": text("HunYuanDenseV1ForCausalLM", "HunYuanDenseV1Config", head_dim=8,
+                             **_GQA),
+    "jetmoe": text("JetMoeForCausalLM", "JetMoeConfig", vocab_size=VOCAB, hidden_size=32,
+                   num_hidden_layers=2, num_key_value_heads=2, kv_channels=8,
+                   intermediate_size=64, max_position_embeddings=64, num_local_experts=4,
+                   num_experts_per_tok=2),
+    "ernie4_5_moe": text("Ernie4_5_MoeForCausalLM", "Ernie4_5_MoeConfig", head_dim=8,
+                         moe_num_experts=4, moe_k=2, moe_intermediate_size=16, **_GQA),
+    "minimax": text("MiniMaxForCausalLM", "MiniMaxConfig", head_dim=8, num_local_experts=4,
+                    num_experts_per_tok=2, layer_types=["linear_attention", "full_attention"],
+                    block_size=8, **_GQA),
+    "zamba2": text("Zamba2ForCausalLM", "Zamba2Config", vocab_size=VOCAB, hidden_size=32,
+                   num_hidden_layers=2, num_attention_heads=4, mamba_d_state=4,
+                   mamba_headdim=8, n_mamba_heads=8, layers_block_type=["mamba", "hybrid"],
+                   hybrid_layer_ids=[1], intermediate_size=64, max_position_embeddings=64,
+                   chunk_size=8),
+    "doge": text("DogeForCausalLM", "DogeConfig", head_dim=8, **_GQA),
+    "cwm": text("CwmForCausalLM", "CwmConfig", head_dim=8, sliding_window=8, **_GQA),
+    "lfm2_moe": text("Lfm2MoeForCausalLM", "Lfm2MoeConfig", num_experts=4,
+                     num_experts_per_tok=2, moe_intermediate_size=16, num_dense_layers=1,
+                     layer_types=["conv", "full_attention"], **_GQA),
+    "gpt2": text("GPT2LMHeadModel", "GPT2Config", vocab_size=VOCAB, n_embd=32, n_layer=2,
+                 n_head=4, n_positions=64),
+    "opt": text("OPTForCausalLM", "OPTConfig", vocab_size=VOCAB, hidden_size=32,
+                num_hidden_layers=2, num_attention_heads=4, ffn_dim=64,
+                max_position_embeddings=64, word_embed_proj_dim=32),
+    "mra": text("MraModel", "MraConfig", **_BERT),
+    "markuplm": text("MarkupLMModel", "MarkupLMConfig", **_BERT),
+    "luke": text("LukeModel", "LukeConfig", entity_vocab_size=16, entity_emb_size=16, **_BERT),
+    "roberta_prelayernorm": text("RobertaPreLayerNormModel", "RobertaPreLayerNormConfig",
+                                 **dict(_BERT, pad_token_id=1)),
+    "bert": text("BertModel", "BertConfig", **_BERT),
+    "bart": seq2seq("BartModel", "BartConfig", **_S2S),
+    "mvp": seq2seq("MvpModel", "MvpConfig", **_S2S),
+    "t5": seq2seq("T5Model", "T5Config", vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64,
+                  num_layers=1, num_heads=4, relative_attention_num_buckets=8,
+                  decoder_start_token_id=0),
 }

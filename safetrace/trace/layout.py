@@ -249,7 +249,8 @@ def is_contiguous(tr: Recorder, x: Proxy, memory_format: Any = torch.contiguous_
 def stride(tr: Recorder, x: Proxy, dim: int | None = None) -> Any:
     exact = exact_strides(x)  # (a view's own strides, where every one of them is exact)
     full = None
-    if exact is None and x.st_contig is not True:
+    if exact is None and x.st_contig is not True and not (
+            x.st_contig is LOOSE and _no_dim_below_two(x)):  # (that one: row-major)
         exact = full = full_strides(x)  # (its dims of size 0 / 1 too, by eager's rules)
     if exact is None and x.st_contig is None and x.st_layout is not None:
         small = [f"dim {d} (size {s})" for d, s in enumerate(x.st_meta.shape)

@@ -1,5 +1,4 @@
-"""A view's strides on its dims of size 0 or 1, as eager computes them, where they are the
-same at every size of the declared space.
+"""A view's strides on its dims of size 0 or 1, as eager computes them.
 
 ``strides.py`` keeps a view's strides exact on its dims of size >= 2 only (what layout
 decisions read).  ``x.stride()`` returns every dim's stride, and eager's rule for a dim of
@@ -7,13 +6,16 @@ size 1 is its own (``unsqueeze`` gives ``size * stride`` of the dim it lands bef
 ``view`` gives a dim of size 1 the stride of the chunk it falls in, ``expand`` gives 0 or
 the stride below, as torch's ``inferUnsqueezeGeometry``, ``computeStride`` and
 ``inferExpandGeometry`` do).  Here those rules are replayed on symbolic sizes along the
-chain of views that made the tensor, from a tensor whose strides are exact on every dim (a
-row-major one, ``st_contig`` True: a new result, a contiguous input or state), each
-decision proven for every size of the declared space; None where one is not (a size that
-may be 1 or not where the rule tells them apart, an empty tensor, whose views eager
-strides by other rules, or an op this table does not know): the caller refuses.
+chain of views (and dense copies) that made the tensor, from a row-major tensor
+(``st_contig`` True: a new result, a contiguous input or state) or one whose strides are
+known on its dims of size >= 2 (each stride marked full or not: a dim that may be 1 is
+read only where the rule reads it at sizes >= 2).  A branch of a rule the facts decide is
+taken; one they do not is the example's answer as a guard, as eager's own C++ branch on
+sizes is (a named range is split or refused there, ``Dim.AUTO`` checks it).  None where
+the answer would rest on a stride not known, on an empty tensor (whose views eager
+strides by other rules), on data-dependent sizes, or on an op this table does not know:
+the caller refuses.
 """
-
 from __future__ import annotations
 
 import operator
