@@ -1,5 +1,6 @@
 """More architectures for the transformers coverage sweep (`benchmarks/bench_hf_sweep.py`),
-added 2026-12-07 (h/models31): the ones users export a lot that the first 119 did not have.
+added 2026-12-07 (h/models31): the ones users export a lot that the first 119 did not have;
+then (h/models32) Longformer / LED as users export them (``windowed``) and 25 more.
 Tiny configs built at run time, random weights, no downloads."""
 
 from __future__ import annotations

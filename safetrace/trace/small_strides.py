@@ -248,8 +248,8 @@ def _dense_copy(shape: tuple, st: list, node: Any, new: tuple) -> list | None:
     """``to``, ``type_as``, ``clone`` (preserve_format) of a tensor contiguous to
     ``is_contiguous()`` at every size (non-overlapping and dense): ``empty_like`` keeps
     its strides, every one (or it is the tensor itself)."""
-    fmt = node.kwargs.get("memory_format")
-    if fmt is not None and fmt is not torch.preserve_format:
+    fmts = [a for a in (*node.args, *node.kwargs.values()) if isinstance(a, torch.memory_format)]
+    if any(f is not torch.preserve_format for f in fmts):  # (to.dtype takes it by position)
         return None
     want = _row_major(shape)
     if not all(cond_true(sym_or(s <= 1, v == w)) for s, (v, _), w in zip(shape, st, want)):
