@@ -1,5 +1,6 @@
 """More architectures for the transformers coverage sweep (`benchmarks/bench_hf_sweep.py`),
-added 2026-12-07 (h/models31): the ones users export a lot that the first 119 did not have.
+added 2026-12-07 (h/models31): the ones users export a lot that the first 119 did not have;
+then (h/models32) Longformer / LED as users export them (``windowed``) and 25 more.
 Tiny configs built at run time, random weights, no downloads."""
 
 from __future__ import annotations
@@ -7,8 +8,8 @@ from __future__ import annotations
 import torch
 
 from benchmarks.hf_sweep_kinds import (
-    _DEC, TEXT_SIZES, VOCAB, Sweep, _cfg, _mask, _model, _tok, fixed_image, image, seq2seq,
-    text)
+    _BERT, _DEC, _S2S, TEXT_SIZES, VOCAB, Sweep, _cfg, _mask, _model, _tok, fixed_image, image,
+    seq2seq, text)
 from safetrace import Dim
 
 _GQA = dict(_DEC, num_key_value_heads=2)
@@ -139,6 +140,35 @@ def _detr_kw(**kw):
                 backbone_config=_backbone(), d_model=32, encoder_layers=1, decoder_layers=1,
                 encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
                 decoder_ffn_dim=64, num_queries=8, **kw)
+
+
+def _local_attention_only(module, args, kwargs):
+    """Longformer / LED layers branch on ``is_global_attn`` (``.item()`` of the mask's
+    ``> 0``): a user exporting local attention only says so, checked at run time."""
+    torch._check(torch.sym_not(kwargs["is_global_attn"]))
+
+
+def windowed(build_base, window=8):
+    """Longformer / LED as users export them: the sequence a multiple of the attention
+    window (``if padding_len > 0:`` pads others, a branch on ``seq % window``), local
+    attention only (a check on each encoder layer); sizes where the chunk count is 1."""
+    def build():
+        sw = build_base()
+        enc = getattr(sw.model, "encoder", None) or sw.model.get_encoder()
+        for layer in getattr(enc, "layer", None) or enc.layers:
+            layer.register_forward_pre_hook(_local_attention_only, with_kwargs=True)
+        spec = sw.spec
+
+        def windowed_spec(batch, size):
+            if isinstance(size, Dim):
+                size = window * Dim("k", min=1, max=64 // window)
+            return spec(batch, size)
+        sw.spec = windowed_spec
+        sw.example, sw.others = (2, 2 * window), [(1, window), (3, 3 * window), (0, window),
+                                                  (1, 64), (4, window)]
+        sw.outside, sw.size_dim = (2, 64 + window), (window, 64)
+        return sw
+    return build
 
 
 MORE = {
@@ -308,4 +338,59 @@ MORE = {
     "encodec": waveform("EncodecModel", "EncodecConfig", hidden_size=16, num_filters=4,
                         upsampling_ratios=[2, 2], codebook_size=16, codebook_dim=16,
                         num_lstm_layers=1, sampling_rate=400, target_bandwidths=[1.5]),
+    # -- added 2026-12-07 (h/models32): a view's strides on dims of size 1 --
+    "longformer_w8": windowed(text("LongformerModel", "LongformerConfig",
+                                   attention_window=[8, 8], **dict(_BERT, pad_token_id=1))),
+    "led_w8": windowed(seq2seq("LEDModel", "LEDConfig", attention_window=8, vocab_size=VOCAB,
+                               d_model=32, encoder_layers=1, decoder_layers=1,
+                               encoder_attention_heads=4, decoder_attention_heads=4,
+                               encoder_ffn_dim=64, decoder_ffn_dim=64,
+                               max_encoder_position_embeddings=64,
+                               max_decoder_position_embeddings=64, pad_token_id=1)),
+    # -- added 2026-12-07 (h/models32): more decoders and encoders --
+    "gemma3_text": text("Gemma3ForCausalLM", "Gemma3TextConfig", head_dim=8,
+                        sliding_window=8, **_GQA),
+    "glm4": text("Glm4ForCausalLM", "Glm4Config", head_dim=8, pad_token_id=0, **_GQA),
+    "ministral": text("MinistralForCausalLM", "MinistralConfig", head_dim=8, **_GQA),
+    "arcee": text("ArceeForCausalLM", "ArceeConfig", head_dim=8, **_GQA),
+    "apertus": text("ApertusForCausalLM", "ApertusConfig", head_dim=8, **_GQA),
+    "bitnet": text("BitNetForCausalLM", "BitNetConfig", head_dim=8, **_GQA),
+    "seed_oss": text("SeedOssForCausalLM", "SeedOssConfig", head_dim=8, **_GQA),
+    "hunyuan_v1_dense": text("HunYuanDenseV1ForCausalLM", "HunYuanDenseV1Config", head_dim=8,
+                             **_GQA),
+    "jetmoe": text("JetMoeForCausalLM", "JetMoeConfig", vocab_size=VOCAB, hidden_size=32,
+                   num_hidden_layers=2, num_key_value_heads=2, kv_channels=8,
+                   intermediate_size=64, max_position_embeddings=64, num_local_experts=4,
+                   num_experts_per_tok=2),
+    "ernie4_5_moe": text("Ernie4_5_MoeForCausalLM", "Ernie4_5_MoeConfig", head_dim=8,
+                         moe_num_experts=4, moe_k=2, moe_intermediate_size=16, **_GQA),
+    "minimax": text("MiniMaxForCausalLM", "MiniMaxConfig", head_dim=8, num_local_experts=4,
+                    num_experts_per_tok=2, layer_types=["linear_attention", "full_attention"],
+                    block_size=8, **_GQA),
+    "zamba2": text("Zamba2ForCausalLM", "Zamba2Config", vocab_size=VOCAB, hidden_size=32,
+                   num_hidden_layers=2, num_attention_heads=4, mamba_d_state=4,
+                   mamba_headdim=8, n_mamba_heads=8, layers_block_type=["mamba", "hybrid"],
+                   hybrid_layer_ids=[1], intermediate_size=64, max_position_embeddings=64,
+                   chunk_size=8),
+    "doge": text("DogeForCausalLM", "DogeConfig", head_dim=8, **_GQA),
+    "cwm": text("CwmForCausalLM", "CwmConfig", head_dim=8, sliding_window=8, **_GQA),
+    "lfm2_moe": text("Lfm2MoeForCausalLM", "Lfm2MoeConfig", num_experts=4,
+                     num_experts_per_tok=2, moe_intermediate_size=16, num_dense_layers=1,
+                     layer_types=["conv", "full_attention"], **_GQA),
+    "gpt2": text("GPT2LMHeadModel", "GPT2Config", vocab_size=VOCAB, n_embd=32, n_layer=2,
+                 n_head=4, n_positions=64),
+    "opt": text("OPTForCausalLM", "OPTConfig", vocab_size=VOCAB, hidden_size=32,
+                num_hidden_layers=2, num_attention_heads=4, ffn_dim=64,
+                max_position_embeddings=64, word_embed_proj_dim=32),
+    "mra": text("MraModel", "MraConfig", **_BERT),
+    "markuplm": text("MarkupLMModel", "MarkupLMConfig", **_BERT),
+    "luke": text("LukeModel", "LukeConfig", entity_vocab_size=16, entity_emb_size=16, **_BERT),
+    "roberta_prelayernorm": text("RobertaPreLayerNormModel", "RobertaPreLayerNormConfig",
+                                 **dict(_BERT, pad_token_id=1)),
+    "bert": text("BertModel", "BertConfig", **_BERT),
+    "bart": seq2seq("BartModel", "BartConfig", **_S2S),
+    "mvp": seq2seq("MvpModel", "MvpConfig", **_S2S),
+    "t5": seq2seq("T5Model", "T5Config", vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64,
+                  num_layers=1, num_heads=4, relative_attention_num_buckets=8,
+                  decoder_start_token_id=0),
 }

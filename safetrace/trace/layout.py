@@ -30,6 +30,7 @@ from safetrace.trace.index_ranges import CHECKS
 from safetrace.trace.mutation import vmap_strides
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.raising import program_catches
+from safetrace.trace.small_strides import full_strides
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.strides import (COPIES, concatenated, derive, exact_strides, pointwise,
                                     strided, view_layout)
@@ -37,6 +38,9 @@ from safetrace.trace.recorder import Recorder
 
 COMPUTE, UNKNOWN, FOLLOW, CONTIGUOUS, CONTIGUOUS_SELF = 0, 1, 2, 3, 4
 _CAT = torch.ops.aten.cat.default
+# ``constant_pad_nd`` (``F.pad``'s constant mode) allocates its result in its input's
+# ``suggest_memory_format``: row-major unless 4- or 5-d (channels-last may be suggested)
+_PADS = frozenset({torch.ops.aten.constant_pad_nd.default, torch.ops.aten.pad.default})
 LOOSE = "loose"  # contiguous to is_contiguous(), strides of dims of size 0 / 1 and offset not
 
 # Views that keep a contiguous tensor contiguous (same storage offset too); ``to`` is the
@@ -44,14 +48,15 @@ LOOSE = "loose"  # contiguous to is_contiguous(), strides of dims of size 0 / 1 
 # tensor's strides (a ``memory_format`` argument is read first).
 _KEEPS_CONTIGUITY = frozenset({
     "view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "flatten", "unflatten",
-    "alias", "detach", "lift_fresh", "view_as", "reshape_as", "to",
+    "alias", "detach", "lift_fresh", "view_as", "reshape_as", "to", "type_as",
 })
 # Matrix products: a new row-major result whatever their operands' layout (``linear``:
 # addmm of a reshape, or matmul's mm / bmm of one, viewed back, then an in-place bias add;
 # a 1-dim result is dense too); ``x.new_ones(size)`` and its kin: a new tensor of the
-# given sizes, whatever ``x``'s layout (``new_empty_strided`` takes strides: not here).
+# given sizes, whatever ``x``'s layout (``new_empty_strided`` takes strides: not here);
+# ``masked_fill`` (out of place): a ``clone(contiguous_format)`` of its input, filled.
 _FRESH = frozenset({"mm", "addmm", "bmm", "baddbmm", "_addmm_activation", "linear",
-                    "new_empty", "new_zeros", "new_ones", "new_full"})
+                    "new_empty", "new_zeros", "new_ones", "new_full", "masked_fill"})
 # Not views (or views the schema does not declare: unsafe_split), yet their results may
 # have their own strides: LAPACK's column-major outputs, explicit strides, nonzero's
 # (n, ndim) written column by column, FFTs' permuted outputs, einsum's and rot90's
@@ -177,6 +182,9 @@ def set_layout(kind: int, fmt: int | None, op: Any, args: tuple, kwargs: dict,
     if (kind == UNKNOWN or (type(x) is Proxy and x.st_contig is None)) and \
             derive(op, args, kwargs, result):
         return
+    if op in _PADS and _new_padded(args, kwargs, result):
+        result.st_contig = True
+        return
     if not known and kind == COMPUTE and fmt is None:
         if op is _CAT and concatenated(args, result):
             return
@@ -191,6 +199,16 @@ def set_layout(kind: int, fmt: int | None, op: Any, args: tuple, kwargs: dict,
         for p in (result if isinstance(result, (tuple, list)) else (result,)):
             if type(p) is Proxy:
                 p.st_contig = contig
+
+
+def _new_padded(args: tuple, kwargs: dict, result: Any) -> bool:
+    """``constant_pad_nd`` (``pad``'s constant mode) with pads >= 0, not all 0 (those: a
+    ``clone`` of the input), below 4 or above 5 dims: a new row-major tensor."""
+    pads = args[1] if len(args) > 1 else kwargs.get("pad")
+    mode = args[2] if len(args) > 2 else kwargs.get("mode", "constant")
+    return type(result) is Proxy and mode == "constant" and result.st_meta.ndim not in (4, 5) and \
+        isinstance(pads, (list, tuple)) and all(type(p) is int and p >= 0 for p in pads) \
+        and any(pads)
 
 
 def _require_known(tr: Recorder, x: Proxy, what: str, strides: bool = False,
@@ -230,11 +248,17 @@ def is_contiguous(tr: Recorder, x: Proxy, memory_format: Any = torch.contiguous_
 
 def stride(tr: Recorder, x: Proxy, dim: int | None = None) -> Any:
     exact = exact_strides(x)  # (a view's own strides, where every one of them is exact)
+    full = None
+    if exact is None and x.st_contig is not True and not (
+            x.st_contig is LOOSE and _no_dim_below_two(x)):  # (that one: row-major)
+        exact = full = full_strides(x)  # (its dims of size 0 / 1 too, by eager's rules)
     if exact is None and x.st_contig is None and x.st_layout is not None:
         small = [f"dim {d} (size {s})" for d, s in enumerate(x.st_meta.shape)
                  if not cond_true(s >= 2)]  # (strides traced, exact on dims >= 2 only)
         raise strides_of_small_dim("x.stride()", short(stack_trace(3)), ", ".join(small))
-    _require_known(tr, x, "x.stride()", True, known=exact is not None)
+    _require_known(tr, x, "x.stride()", full is None, known=exact is not None)
+    if full is not None:  # (from a row-major tensor: an input's strides are then checked)
+        tr.strides_queried = True
     strides = exact if exact is not None else contiguous_strides(x.st_meta.shape)
     if dim is None:
         return strides

@@ -713,8 +713,9 @@ GOLDEN["strides_of_small_dim"] = (
     "UnsupportedConstruct",
     "x.stride() at m.py:4 `s = t.view(b, n // 8, 8).stride()` reads the strides of a view whose "
     "strides safetrace traces on dims of size 2 or more only, and dim 1 (size s1//8) may be 0 "
-    "or 1 in the declared space (there eager's stride of such a dim follows other rules, and a "
-    "wrong stride is a wrong result).\n"
+    "or 1 in the declared space (there eager's stride of such a dim follows other rules, which "
+    "safetrace could not replay from a tensor of known strides: a view of an input or of a "
+    "tensor whose layout is not known, an empty view; a wrong stride is a wrong result).\n"
     "Fix: declare a range that keeps the dim at 2 or more (`Dim(\"n\", min=2)`, or a multiple, "
     "`8 * Dim(\"k\", min=2)`), or read the strides of a row-major copy, "
     "`t.contiguous().stride()`")

@@ -98,7 +98,7 @@ class _StrideOfUnknown(torch.nn.Module):
 
 class _StrideOfDimMaybeOne(torch.nn.Module):
     """Longformer's chunks where the chunk count may be 1 (a sequence of 8): the view's
-    stride on that dim is not derived for size 1, the query is refused."""
+    stride on that dim is eager's ``computeStride`` one at every size (small_strides.py)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -111,10 +111,19 @@ class _StrideOfDimMaybeOne(torch.nn.Module):
         return _chunk(q.reshape(b * 2, s, 8))
 
 
+def test_stride_of_a_dim_that_may_be_one_is_eager_s():
+    model = _StrideOfDimMaybeOne().eval()
+    spec = ({0: Dim("b", min=2, max=8), 1: 8 * Dim("k", min=1, max=8)},)
+    ep = st.export(model, (torch.randn(3, 24, 16),), dynamic_shapes=spec)
+    for b, s in ((2, 8), (5, 8), (3, 40)):
+        x = torch.randn(b, s, 16)
+        torch.testing.assert_close(ep.module()(x), model(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3, 12, 16))
+
+
 @pytest.mark.parametrize("model,spec,says", [
     (_StrideOfUnknown, ({0: Dim("b", min=2, max=8)},), "asks for the memory layout"),
-    (_StrideOfDimMaybeOne, ({0: Dim("b", min=2, max=8), 1: 8 * Dim("k", min=1, max=8)},),
-     r"dim 1 \(size \w+\) may be 0 or 1 in the declared space"),
 ])
 def test_stride_where_the_layout_is_not_known_is_refused(model, spec, says):
     x = torch.randn(3, 8, 8) if model is _StrideOfUnknown else torch.randn(3, 24, 16)

@@ -15,6 +15,8 @@ pytest.importorskip("transformers")
     "segformer_seg",     # lazy output-capturing hooks: exporter/snapshot.py
     "deformable_detr",   # torch.as_tensor of (h, w) per level: trace/arguments.py
     "mask2former",       # the same, in its pixel decoder
+    "longformer_w8",     # stride() of a view whose chunk count may be 1: trace/small_strides.py
+    "led_w8",            # the same, its mask filled (masked_fill's layout: trace/layout.py)
 ])
 def test_sweep_row_is_yes(name):
     from benchmarks.bench_hf_sweep import sweep_one
