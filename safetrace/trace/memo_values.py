@@ -69,8 +69,12 @@ def strides_key(layout: tuple, static: Any, sym: list) -> tuple | None:
     of static sizes (``x[:, :0]`` of an (m, n) input: strides (n, 1)) mark `sym` (the key
     then holds the env's state, as for symbolic sizes): hashed as they are, they would
     specialize n."""
-    if static is not None and all(s.__class__ is int for s in layout[0]):
-        return layout
+    if static is not None:
+        for s in layout[0]:  # (a loop, not all(...): no generator made per keyed argument)
+            if s.__class__ is not int:
+                break
+        else:
+            return layout
     if sym[0] is None or (key := layout_key(layout, sym[0])) is None:
         return None
     if static is not None:
