@@ -120,10 +120,11 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
             checked, solid = None, True     # depends on the inputs' layout, layout.py)
     # the key: the callable, the default dtype and cudnn flag, then each argument (the node of
     # each of its tensors, in order, in `nodes`: the slots of an entry); `sym` holds the
-    # env whose sizes may be keyed, then a mark for each tensor of symbolic sizes
+    # env whose sizes may be keyed, then a mark for each tensor of symbolic sizes (made
+    # at the first argument `argument` keys: none for the usual three kinds inline below)
     parts: list = [func, _default_dtype(), _cudnn()]
     nodes: list = []
-    sym: list = [env if env is not None and ACTIVE.env is env else None]
+    sym: list | None = None
     state = tr.state
     for a in args:
         if type(a) is Proxy and a._st_value is None and a.st_layout is None and \
@@ -146,15 +147,17 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
             parts.append(STATE)
             parts.append(s)
             nodes.append(node)
-        elif not argument(a, state, parts, nodes, sym):
+        elif not argument(a, state, parts, nodes, sym := sym or [
+                env if env is not None and ACTIVE.env is env else None]):
             return plan(tr, func, args, kwargs)
     if kwargs:
         parts.append(KWARGS)
         for k, a in kwargs.items():
             parts.append(k)
-            if not argument(a, tr.state, parts, nodes, sym):
+            if not argument(a, tr.state, parts, nodes, sym := sym or [
+                    env if env is not None and ACTIVE.env is env else None]):
                 return plan(tr, func, args, kwargs)
-    if len(sym) > 1:
+    if sym is not None and len(sym) > 1:
         # a symbolic size: the rule's questions were answered by the environment in the
         # state its name names (the same in any export that went through the same
         # changes, symbolic/history.py); the epoch tells whether the call changed it
