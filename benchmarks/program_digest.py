@@ -39,9 +39,10 @@ def show(v: Any, depth: int = 0) -> str:
     if isinstance(v, torch.Tensor):
         with torch._C.DisableTorchFunction():
             head = f"{type(v).__name__}{tuple(str(s) for s in v.shape)} {v.dtype} {v.device}"
-        facts = {k: show(a, depth + 1) for k, a in sorted(vars(v).items())
+        attrs = _attributes(v)
+        facts = {k: show(a, depth + 1) for k, a in sorted(attrs.items())
                  if k.startswith("st_") and k != "st_node"}
-        node = vars(v).get("st_node")
+        node = attrs.get("st_node")
         return f"{head} node={getattr(node, 'name', None)} {facts}"
     if isinstance(v, torch.fx.Node):
         return f"%{v.name}"
@@ -52,6 +53,17 @@ def show(v: Any, depth: int = 0) -> str:
         inner = ", ".join(show(a, depth + 1) for a in v)
         return f"{type(v).__name__}[{inner}]"
     return _ADDRESS.sub("", repr(v) if not hasattr(v, "expr") else f"sym({v})")
+
+
+def _attributes(v: Any) -> dict:
+    """A value's own attributes: its instance dict's and its classes' slots' (a proxy's
+    ``st_meta`` and ``st_node`` are slots)."""
+    out = dict(vars(v))
+    for cls in type(v).__mro__:
+        for name in cls.__dict__.get("__slots__", ()):
+            if name not in out and hasattr(v, name):
+                out[name] = getattr(v, name)
+    return out
 
 
 def digest(ep: Any) -> list[str]:

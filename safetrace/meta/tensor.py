@@ -140,7 +140,7 @@ def static_meta(static: tuple) -> TensorMeta:
     m.ndim = len(shape)
     m.dtype, m.device = static[1], static[2]
     m._bounds = m._mask_cell = m._symbolic = None
-    m._bounds_epoch = ACTIVE.data_epoch
+    m._bounds_epoch = 0  # (read only with bounds, which the setter sets with its epoch)
     m.static = static
     return m
 

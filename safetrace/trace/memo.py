@@ -70,7 +70,6 @@ from safetrace.errors import autocast_active
 from safetrace.meta import TensorMeta
 from safetrace.meta.tensor import static_meta
 from safetrace.meta.active import ACTIVE
-from safetrace.meta.symtypes import SYM_CLASSES, TorchSymInt
 from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.graph import FAST_NODES, add_node
 from safetrace.trace.index_ranges import CHECKS
@@ -79,8 +78,8 @@ from safetrace.trace.proxy import WRAPPER, Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.source import LIBRARY_FILES, TRACES, short, stack_trace
 from safetrace.trace.symnodes import expr_node
-from safetrace.trace.memo_values import (set_layout, span_key, strided, strides_key,
-                                         with_layouts)
+from safetrace.trace.memo_keys import KWARGS, LOOSE, STATE, STATE_TYPES, VIEW, argument
+from safetrace.trace.memo_values import set_layout, span_key, strided, with_layouts
 from safetrace.trace.versions import stamp
 
 _LIMIT = 50_000  # entries (a few MB); the table starts again when full
@@ -91,36 +90,6 @@ PROVEN: set[tuple] = set()
 # the key of a view of a tensor known contiguous -> the check its replays run inside a
 # `try` (layout.view_check; None: it fits any strides)
 VIEW_CHECKS: dict[tuple, Any] = {}
-# argument types keyed by value (a float zero by its text: -0.0 == 0.0, and the node
-# gets the first call's number)
-_PLAIN = frozenset((int, float, bool, str, type(None), torch.dtype, torch.device,
-                    torch.layout, torch.memory_format))
-
-
-class _Mark:
-    """A marker in a key (compared by identity: no argument value equals one)."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-# in a key, before a tensor's static key: a program state tensor; a proxy of unknown
-# layout (a view: the layout of results follows from the arguments', layout.py); and
-# before the keyword arguments
-_STATE, _VIEW, _KWARGS = _Mark("state"), _Mark("view"), _Mark("**")
-_STRIDES = _Mark("strides")
-_LOOSE = _Mark("loose")  # (a tensor of layout.LOOSE: its result keeps that)
-# a program state tensor's classes (keyed inline in ``call``; others go by _argument)
-_STATE_TYPES = frozenset((torch.Tensor, torch.nn.Parameter))
-# in a key: a tensor with symbolic sizes follows (and the key ends with the state's name);
-# a symbolic size given as an argument (``x.view(b, -1)``) follows, as its expression
-_SYM = _Mark("symbolic")
-_SIZE = _Mark("size")
 _default_dtype = torch.get_default_dtype
 _cudnn = torch._C._get_cudnn_enabled  # (F.batch_norm's body passes it on: composites.py)
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
@@ -151,41 +120,44 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
             checked, solid = None, True     # depends on the inputs' layout, layout.py)
     # the key: the callable, the default dtype and cudnn flag, then each argument (the node of
     # each of its tensors, in order, in `nodes`: the slots of an entry); `sym` holds the
-    # env whose sizes may be keyed, then a mark for each tensor of symbolic sizes
+    # env whose sizes may be keyed, then a mark for each tensor of symbolic sizes (made
+    # at the first argument `argument` keys: none for the usual three kinds inline below)
     parts: list = [func, _default_dtype(), _cudnn()]
     nodes: list = []
-    sym: list = [env if env is not None and ACTIVE.env is env else None]
+    sym: list | None = None
     state = tr.state
     for a in args:
         if type(a) is Proxy and a._st_value is None and a.st_layout is None and \
                 (s := a.st_meta.static) is not None:
-            # (a proxy of static sizes, the usual argument: _argument's first case, inline)
+            # (a proxy of static sizes, the usual argument: argument's first case, inline)
             if a.st_contig is not True:
-                parts.append(_VIEW if a.st_contig is None else _LOOSE)
+                parts.append(VIEW if a.st_contig is None else LOOSE)
             parts.append(s)
             nodes.append(a.st_node)
-        elif type(a) is int:  # (a size or a dim: as _argument keys it)
+        elif type(a) is int:  # (a size or a dim: as argument keys it)
             parts.append(int)
             parts.append(a)
-        elif type(a) in _STATE_TYPES and (node := state.get(id(a))) is not None:
+        elif type(a) in STATE_TYPES and (node := state.get(id(a))) is not None:
             # (a parameter or buffer of the program, F.linear's weight: _tensor, inline)
             val = node.meta["val"]
             if (s := val.st_meta.static) is None or val.st_contig is None:
                 # (symbolic sizes, or a strided state tensor: its strides decide its
                 # results' layout, strides.py; as _tensor)
                 return plan(tr, func, args, kwargs)
-            parts.append(_STATE)
+            parts.append(STATE)
             parts.append(s)
             nodes.append(node)
-        elif not _argument(a, state, parts, nodes, sym):
+        elif not argument(a, state, parts, nodes, sym := sym or [
+                env if env is not None and ACTIVE.env is env else None]):
             return plan(tr, func, args, kwargs)
     if kwargs:
-        parts.append(_KWARGS)
+        parts.append(KWARGS)
         for k, a in kwargs.items():
             parts.append(k)
-            if not _argument(a, tr.state, parts, nodes, sym):
+            if not argument(a, tr.state, parts, nodes, sym := sym or [
+                    env if env is not None and ACTIVE.env is env else None]):
                 return plan(tr, func, args, kwargs)
-    if len(sym) > 1:
+    if sym is not None and len(sym) > 1:
         # a symbolic size: the rule's questions were answered by the environment in the
         # state its name names (the same in any export that went through the same
         # changes, symbolic/history.py); the epoch tells whether the call changed it
@@ -309,138 +281,6 @@ def _symbolic_meta(key: tuple, env: Any) -> TensorMeta:
     meta._symbolic = (env, key)
     return meta
 _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
-
-
-def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
-    """Append one argument's key to `parts` (its tensors' nodes to `nodes`); False when
-    no key describes it (the call takes the general path)."""
-    t = type(a)  # (not a.__class__: an export may answer a size's in Python, pycalls.py)
-    if t is Proxy:
-        if a._st_value is not None:
-            return False
-        s = a.st_meta.static
-        if a.st_layout is not None:  # (exact strides, strides.py; symbolic ones as
-            if (lay := strides_key(a.st_layout, s, sym)) is None:       # expressions)
-                return False
-            parts.append(_STRIDES)
-            parts.append(lay)
-        if s is None:  # symbolic sizes: keyed by their expressions (_symbolic, inline)
-            if sym[0] is None:
-                return False
-            s = a.st_meta.symbolic_key(sym[0])
-            if s is None:
-                return False
-            parts.append(_SYM)
-            sym.append(_SYM)
-        if a.st_contig is not True:  # (its layout unknown: the result's may follow)
-            parts.append(_VIEW if a.st_contig is None else _LOOSE)
-        parts.append(s)
-        nodes.append(a.st_node)
-    elif t in _PLAIN:
-        parts.append(t)
-        parts.append(a if a or t is not float else repr(a))  # (-0.0 == 0.0)
-    elif t is TorchSymInt:  # (a size of this export's env: its expression)
-        if sym[0] is None or a.env is not sym[0]:
-            return False
-        parts.append(_SIZE)
-        parts.append(a.expr)
-        sym.append(_SIZE)
-    elif t is list or t is tuple:
-        inner = _sequence(a, state, nodes, sym)
-        if inner is None:
-            return False
-        parts.append(t)
-        parts.append(inner)
-    elif t is slice or a is Ellipsis:  # (an index, x[1:n])
-        inner = _sequence((a,), state, nodes, sym)
-        if inner is None:
-            return False
-        parts.append(t)
-        parts.append(inner)
-    else:
-        return _tensor(a, state, parts, nodes)
-    return True
-
-
-def _symbolic(meta: Any, sym: list, parts: list) -> tuple | None:
-    """A meta's key with its symbolic sizes as expressions, marked in `parts` and in
-    `sym` (the key then holds in the environment's current epoch only); None when no
-    key describes it (no environment, value facts, a size of another environment)."""
-    env = sym[0]
-    if env is None:
-        return None
-    s = meta.symbolic_key(env)
-    if s is not None:
-        parts.append(_SYM)
-        sym.append(_SYM)
-    return s
-
-
-def _tensor(a: Any, state: dict, parts: list, nodes: list) -> bool:
-    """Key a real tensor that is program state (a parameter or buffer) by its meta;
-    False for anything else (constants are folded or lifted: the general path)."""
-    if type(a) in SYM_CLASSES or not isinstance(a, torch.Tensor):  # (a size: Python, pycalls)
-        return False
-    node = state.get(id(a))
-    if node is None:
-        return False
-    s = node.meta["val"].st_meta.static
-    if s is None:
-        return False
-    if node.meta["val"].st_contig is None:  # (a strided state tensor: its strides decide
-        return False                         # its results' layout, strides.py)
-    parts.append(_STATE)
-    parts.append(s)
-    nodes.append(node)
-    return True
-
-
-def _sequence(v: list | tuple, state: dict, nodes: list, sym: list) -> tuple | None:
-    """The key of a list argument (ints, numbers, proxies), its proxies' nodes appended
-    to `nodes`; None when it holds anything else."""
-    parts: list = []
-    for x in v:
-        t = type(x)
-        if t is int or t is float or t is bool:
-            parts.append(t)
-            parts.append(x if x or t is not float else repr(x))
-        elif t is TorchSymInt:  # (as _argument keys it)
-            if sym[0] is None or x.env is not sym[0]:
-                return None
-            parts.append(_SIZE)
-            parts.append(x.expr)
-            sym.append(_SIZE)
-        elif x is None or x is Ellipsis:  # (in an index: x[:, None, ...])
-            parts.append(x)
-        elif t is slice:  # (its bounds as the items of a list; slices are unhashable)
-            ends = (x.start, x.stop, x.step)
-            if not all(b is None or type(b) is int or type(b) is TorchSymInt for b in ends):
-                return None  # (a tensor bound is read through __index__: no key)
-            bounds = _sequence(ends, state, nodes, sym)
-            if bounds is None:
-                return None
-            parts.append(slice)
-            parts.append(bounds)
-        elif t is Proxy:
-            if x._st_value is not None:
-                return None
-            s = x.st_meta.static
-            if x.st_layout is not None:  # (as _argument keys them)
-                if (lay := strides_key(x.st_layout, s, sym)) is None:
-                    return None
-                parts.append(_STRIDES)
-                parts.append(lay)
-            if s is None:
-                s = _symbolic(x.st_meta, sym, parts)
-                if s is None:
-                    return None
-            if x.st_contig is not True:
-                parts.append(_VIEW if x.st_contig is None else _LOOSE)
-            parts.append(s)
-            nodes.append(x.st_node)
-        else:
-            return None
-    return tuple(parts)
 
 
 class Slot:

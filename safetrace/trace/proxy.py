@@ -88,6 +88,10 @@ def annotation(meta: TensorMeta) -> str:
 class Proxy(torch.Tensor):
     """A traced tensor: shape/dtype/device in ``st_meta``, its graph node in ``st_node``."""
 
+    # (slots: every proxy sets both, most nothing else, and reads them on every op; a
+    # slot's store makes no instance dict, and a read of it or of a class default below
+    # then looks in none; other attributes still go in the instance dict)
+    __slots__ = ("st_meta", "st_node")
     st_meta: TensorMeta
     st_node: Any
     _st_value: Any = None

@@ -43,6 +43,22 @@ def fn_name(func: Any) -> tuple[str, str]:
     return name, f"{type(func).__name__}.{name}"
 
 
+# (callable, n) -> node.meta["torch_fn"] of its n-th call in an export (the tracer's
+# mode reads it for every op)
+FN_TEXTS: dict[tuple[Any, int], tuple[str, str]] = {}
+
+
+def fn_text(func: Any, n: int) -> tuple[str, str]:
+    """node.meta["torch_fn"] of the `n`-th call of `func` in an export, kept in FN_TEXTS."""
+    name = FN_NAMES.get(func)
+    if name is None:
+        name = FN_NAMES[func] = fn_name(func)
+    if len(FN_TEXTS) > 100_000:
+        FN_TEXTS.clear()
+    text = FN_TEXTS[func, n] = (f"{name[0]}_{n}", name[1])
+    return text
+
+
 def torch_fn(calls: dict, func: Any) -> tuple[str, str]:
     """node.meta["torch_fn"] of one more call of `func`; `calls` counts an export's calls."""
     n = calls[func] = calls.get(func, 0) + 1

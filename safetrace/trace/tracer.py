@@ -49,7 +49,7 @@ from safetrace.trace.scope import Scope
 from safetrace.trace.proxy import Proxy, reshaped_in_place
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
-from safetrace.trace.source import FN_NAMES, fn_name, library_frame, short, stack_trace
+from safetrace.trace.source import FN_TEXTS, fn_text, library_frame, short, stack_trace
 from safetrace.trace.symnodes import expr_node, size_source, sym_to_node
 from safetrace.trace.versions import (Versions, forget_roots, note_write, recipe_stamp,
                                       stamp)
@@ -185,9 +185,8 @@ class Tracer(TorchFunctionMode):
             # (source.torch_fn, inline: this runs for every op)
             n = self.fn_calls[func] + 1 if func in self.fn_calls else 1
             self.fn_calls[func] = n
-            name = FN_NAMES[func] if func in FN_NAMES else FN_NAMES.setdefault(func,
-                                                                               fn_name(func))
-            self.torch_fn = (f"{name[0]}_{n}", name[1])
+            key = (func, n)  # (its node.meta["torch_fn"], kept per callable and count)
+            self.torch_fn = FN_TEXTS.get(key) or fn_text(func, n)
         try:
             plan = PLANS[func] if func in PLANS else plan_for(func)
             if plan.__class__ is functools.partial and plan.func in _MEMO_PLANS and \
