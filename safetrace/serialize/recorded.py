@@ -57,6 +57,7 @@ from safetrace.serialize.constant_sizes import UNKNOWN
 from safetrace.serialize.read_points import declared_range
 from safetrace.serialize.renaming import renaming
 from safetrace.serialize.scratch import simple
+from safetrace.serialize.value_sizes import GUARDED
 from safetrace.symbolic import eq
 from safetrace.symbolic.cases import by_cases
 from safetrace.symbolic.canon import substitute
@@ -142,7 +143,7 @@ class Recorded:
             return  # (an op without a rule, past the analysis' time: kept as written)
         recorded = node.meta["val"]
         self.in_main = node.graph is self.main
-        self.reading = node in self.read
+        self.reading = node in self.read or node.target in GUARDED  # (sized by values)
         self._node, self._values = node, values
         self.extra = {}  # (of ``_solve``: kept across ``_under``)
         self.given = set().union(*(_names(values.get(a)) for a in node.all_input_nodes)) \
@@ -180,12 +181,13 @@ class Recorded:
     def _new_read(self, node: torch.fx.Node, recorded: Any, derived: Any) -> bool:
         """Whether a main-graph node's record names a size read from data that no earlier
         node's record names (so read here) where the evaluation reads none: not a value
-        read from a constant, no size of its own (``x > 0`` recorded as ``[1000*u0]``, the
+        read from a constant nor an op sized by its operands' values (``unique`` of one
+        element: 1), no size of its own (``x > 0`` recorded as ``[1000*u0]``, the
         ``u0`` a later ``.item()`` reads).  A subgraph's node is left out (a loop body's
         carry may name the loop's new size where the first iteration has an input size),
         and so is a control-flow node (the exporter makes a new size of branches' sizes it
         cannot prove one, which the loader's case-by-case comparison may)."""
-        if node.graph is not self.main or self.main is None or node in self.read or \
+        if node.graph is not self.main or self.main is None or self.reading or \
                 isinstance(node.target, torch._ops.HigherOrderOperator):
             return False
         if self._first is None:

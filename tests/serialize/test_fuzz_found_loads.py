@@ -643,3 +643,38 @@ def test_a_split_whose_sides_each_read_a_count_loads():
     x, z = torch.tensor([[1.0, -1], [2, 3]]), torch.randn(3, 3)
     for got, want in zip(again.module()(x, z), m(x, z)):
         torch.testing.assert_close(got, want)
+
+
+class _UniqueOfOneElement(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.unique((x > 0).int()), torch.igamma(y.bfloat16(), (x * 4).long())
+
+
+def _unique_file() -> bytes:
+    """``x`` is ``Dim.AUTO``, made 1 by the broadcast against ``y`` only after
+    ``unique`` traced its count as a new size ``u0``: the loader, seeing ``x`` of one
+    element, computes the count 1 (fuzz seed 3201: it refused the file, "records its
+    value as (int32[u0], ...), but the graph computes (int32[1], ...)")."""
+    buf = io.BytesIO()
+    st.save(st.export(_UniqueOfOneElement(), (torch.randn(1), torch.randn(1)),
+                      dynamic_shapes=({0: Dim.AUTO}, {0: Dim("d0", min=1, max=4)})), buf)
+    return buf.getvalue()
+
+
+def test_a_count_read_from_data_that_the_loader_finds_constant_loads():
+    loaded = st.load(_unique_file())
+    m = _UniqueOfOneElement()
+    for x0, n in [(-1.0, 1), (2.0, 3), (0.5, 4)]:
+        x, y = torch.tensor([x0]), torch.rand(n) + 0.5
+        for got, want in zip(loaded.module()(x, y), m(x, y)):
+            torch.testing.assert_close(got, want, equal_nan=True)  # (igamma of a < 0)
+    with pytest.raises(st.InputMismatchError):
+        loaded.module()(torch.randn(2), torch.rand(2))
+
+
+def test_that_count_declared_without_the_constant_is_refused():
+    doc, tensors = hostile.parts(_unique_file())
+    (u,) = [s for s in doc["symbols"] if s["name"].startswith("u")]
+    u["lo"], u["hi"] = 2, 5
+    with pytest.raises(st.LoadError, match="_unique2"):
+        st.load(hostile.pack(doc, tensors))
