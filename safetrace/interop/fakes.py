@@ -56,6 +56,7 @@ from safetrace.symbolic.expr import sym as _sym
 
 _META = torch.device("meta")
 _FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
+_NO_SUBCLASS_FUNCTION = torch._C.DisableTorchFunctionSubclass
 _NAMESPACES = ("aten", "prims")
 
 
@@ -209,10 +210,14 @@ class FakeBuilder:
     def meta_tensor(self, sizes: list, strides: Any, dtype: torch.dtype, own: bool) -> Any:
         # made outside the fake mode (else it would make a fake tensor), and outside the
         # Python dispatcher (under it a meta kernel's Python registration runs, twice as
-        # slow for the same tensor)
+        # slow for the same tensor); subclasses' __torch_function__ off: torch's argument
+        # parser looks it up on each SymInt of a size list (a fresh name string each time,
+        # so a type-cache miss, and on torch.SymInt a failed lookup that formats an
+        # AttributeError: ~4k instructions a symbolic size), where only a plain meta
+        # tensor and SymInts take part
         old = torch._C._unset_dispatch_mode(_FAKE_KEY)
         try:
-            with torch._C._DisablePythonDispatcher():
+            with torch._C._DisablePythonDispatcher(), _NO_SUBCLASS_FUNCTION():
                 if own and strides is None:
                     if all(s.__class__ is int for s in sizes) or not _CONVERSIONS[0] > 1 \
                             or not own_views(len(sizes)):
