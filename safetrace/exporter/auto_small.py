@@ -1,0 +1,91 @@
+"""Sizes 0 and 1 of a ``Dim.AUTO`` dim that a condition of the program refuses.
+
+A condition on one ``Dim.AUTO`` size is kept as a run-time check of the program (the AUTO
+dim's space narrowed, as torch.export narrows it): ``if x.shape[0] != 1:`` traced at batch
+2 gives a program that refuses batch 1, as does ``mask.squeeze()`` (another rank at 1).
+Where such a check fails only at 0 or 1 of the dim's range, the program is exported again
+with that dim as a named Dim of the range the first program admits: the split machinery
+(``splits.py``, ``small_splits.py``) traces each side of the decision and joins them (one
+graph where both sides agree, else ``torch.cond`` on the size), each side sound for its
+range by the usual machinery, and eager's requirements there stay input checks
+(``eager_raises``).  Where that export fails in any way, the first program stands, with its
+check (nothing is ever admitted that was not traced).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable
+
+from safetrace.dims import Dim
+from safetrace.exporter.program import ExportedProgram
+
+_SMALL = (0, 1)  # the sizes a condition may refuse for the dim to be split there
+
+
+def auto_places(dyn: Any) -> dict[str, tuple[str, float, float]]:
+    """{symbol: (input dim, declared lo, declared hi)} of the export's Dim.AUTO dims (``dyn``:
+    its ``DynamicDims``)."""
+    return {d.expr.name: (d.where, d.lo, d.hi) for d in dyn.decls
+            if d.kind == "auto" and d.expr.op == "sym" and not d.scalar}
+
+
+def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], ExportedProgram]
+                     ) -> ExportedProgram:
+    """`ep`, or the export again (``export_named({input dim: Dim})``) with each Dim.AUTO dim
+    whose run-time condition refuses a size 0 or 1 of its range traced as a named Dim of
+    that range; `ep` where there is none or that export fails."""
+    named = _named(ep)
+    if not named:
+        return ep
+    try:
+        out = export_named(named)
+    except Exception:  # noqa: BLE001 - the program as it was: its check refuses those sizes
+        return ep
+    labels = {d.name for d in named.values()}  # (an AUTO dim keeps no Dim name)
+    out.dim_names = {s: n for s, n in getattr(out, "dim_names", {}).items()
+                     if n not in labels}
+    return out
+
+
+def _named(ep: ExportedProgram) -> dict[str, Dim]:
+    """{input dim: Dim} for each Dim.AUTO dim some condition of `ep`'s contract on its size
+    alone refuses at 0 or 1 of the range `ep` admits."""
+    places = getattr(ep, "auto_places", None) or {}
+    contract = ep.contract
+    taken = set(getattr(ep, "dim_names", {}).values())
+    out: dict[str, Dim] = {}
+    for c in contract.conditions:
+        free = c.cond.free_symbols
+        if len(free) != 1:
+            continue
+        (s,) = free
+        spec = contract.symbol(s)
+        if s not in places or spec is None or not spec.backed or places[s][0] in out:
+            continue
+        lo = 0 if spec.lo is None else spec.lo
+        hi = math.inf if spec.hi is None else spec.hi
+        if not any(lo <= v <= hi and not _holds(c.cond, s, v) for v in _SMALL):
+            continue
+        name = _name(places[s][0], taken)
+        taken.add(name)
+        out[places[s][0]] = Dim(name, min=int(lo), max=None if hi == math.inf else int(hi))
+    return out
+
+
+def _holds(cond: Any, s: str, v: int) -> bool:
+    try:
+        return bool(cond.evaluate({s: v}))
+    except Exception:  # noqa: BLE001 - not decidable at that size alone: not split
+        return True
+
+
+def _name(where: str, taken: set) -> str:
+    """A Dim name for an input dim (``x.shape[0]`` -> ``x_shape_0``), none of `taken`."""
+    base = re.sub(r"\W+", "_", where).strip("_") or "auto"
+    base = base if base.isidentifier() else f"d_{base}"
+    name = base
+    while name in taken:
+        name += "_"
+    return name
