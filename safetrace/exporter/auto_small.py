@@ -24,11 +24,16 @@ from safetrace.exporter.program import ExportedProgram
 _SMALL = (0, 1)  # the sizes a condition may refuse for the dim to be split there
 
 
-def auto_places(dyn: Any) -> dict[str, tuple[str, float, float]]:
-    """{symbol: (input dim, declared lo, declared hi)} of the export's Dim.AUTO dims (``dyn``:
-    its ``DynamicDims``)."""
-    return {d.expr.name: (d.where, d.lo, d.hi) for d in dyn.decls
-            if d.kind == "auto" and d.expr.op == "sym" and not d.scalar}
+def auto_places(dyn: Any) -> dict[str, list[str]]:
+    """{symbol: the input dims it is} of the export's Dim.AUTO dims whose size the trace left
+    a symbol (``dyn``: its ``DynamicDims``; AUTO dims made equal share one)."""
+    out: dict[str, list[str]] = {}
+    for d in dyn.decls:
+        if d.kind == "auto" and d.expr.op == "sym" and not d.scalar:
+            e = dyn.env.simplify(d.expr)
+            if e.op == "sym":
+                out.setdefault(e.name, []).append(d.where)
+    return out
 
 
 def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], ExportedProgram]
@@ -50,11 +55,12 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
 
 
 def _named(ep: ExportedProgram) -> dict[str, Dim]:
-    """{input dim: Dim} for each Dim.AUTO dim some condition of `ep`'s contract on its size
+    """{input dim: Dim} for each Dim.AUTO dim (and those equal to it) some condition of `ep`'s contract on its size
     alone refuses at 0 or 1 of the range `ep` admits."""
     places = getattr(ep, "auto_places", None) or {}
     contract = ep.contract
-    taken = set(getattr(ep, "dim_names", {}).values())
+    named_dims = getattr(ep, "dim_names", {})  # (a named Dim's sizes: splits.py's)
+    taken = set(named_dims.values())
     out: dict[str, Dim] = {}
     for c in contract.conditions:
         free = c.cond.free_symbols
@@ -62,15 +68,17 @@ def _named(ep: ExportedProgram) -> dict[str, Dim]:
             continue
         (s,) = free
         spec = contract.symbol(s)
-        if s not in places or spec is None or not spec.backed or places[s][0] in out:
-            continue
+        if s not in places or s in named_dims or spec is None or not spec.backed or \
+                places[s][0] in out:
+            continue  # (a named Dim's symbol, or an AUTO dim made equal to one: not here)
         lo = 0 if spec.lo is None else spec.lo
         hi = math.inf if spec.hi is None else spec.hi
         if not any(lo <= v <= hi and not _holds(c.cond, s, v) for v in _SMALL):
             continue
         name = _name(places[s][0], taken)
         taken.add(name)
-        out[places[s][0]] = Dim(name, min=int(lo), max=None if hi == math.inf else int(hi))
+        dim = Dim(name, min=int(lo), max=None if hi == math.inf else int(hi))
+        out.update((where, dim) for where in places[s])  # (the same Dim: equal sizes)
     return out
 
 
