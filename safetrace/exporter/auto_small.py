@@ -14,6 +14,7 @@ check (nothing is ever admitted that was not traced).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import Any, Callable
@@ -51,7 +52,19 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
     labels = {d.name for d in named.values()}  # (an AUTO dim keeps no Dim name)
     out.dim_names = {s: n for s, n in getattr(out, "dim_names", {}).items()
                      if n not in labels}
+    _keep_origins(out, ep, named)
     return out
+
+
+def _keep_origins(out: ExportedProgram, ep: ExportedProgram, named: dict) -> None:
+    """The line behind each split dim's bounds in `ep` (``1 <= s0 (from ...)``), on the
+    same bounds of `out`, where they are the range its Dim was given."""
+    before = {x.where: x for x in ep.contract.symbols if x.where in named and x.origin}
+    symbols = tuple(dataclasses.replace(x, origin=before[x.where].origin)
+                    if x.where in before and not x.origin and x.backed and
+                    (x.lo, x.hi) == (before[x.where].lo, before[x.where].hi) else x
+                    for x in out.contract.symbols)
+    out.contract = dataclasses.replace(out.contract, symbols=symbols)
 
 
 def _named(ep: ExportedProgram) -> dict[str, Dim]:

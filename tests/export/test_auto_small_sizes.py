@@ -111,3 +111,17 @@ def test_the_split_dim_keeps_no_dim_name():
     ep = st.export(BranchOnOne(), (torch.randn(2, 3),), dynamic_shapes=({0: AUTO},))
     assert ep.dim_names == {}
     assert ep.dims_report["x.shape[0]"].startswith("dynamic s0")
+
+
+class SqueezeThenReshape(torch.nn.Module):
+    def forward(self, x):
+        y = x.squeeze(0)  # (another rank at 1)
+        return y.reshape(y.shape[0], -1)  # (eager: ambiguous at 0)
+
+
+def test_a_bound_kept_from_the_first_program_still_names_its_line():
+    ep = _check(SqueezeThenReshape(), (torch.randn(3, 4),), ({0: AUTO},),
+                lambda n: (torch.randn(n, 4),), [1, 2, 3, 5],
+                [(torch.randn(0, 4),), (torch.randn(2, 5),)])
+    with pytest.raises(st.InputMismatchError, match="y.reshape"):
+        ep.module()(torch.randn(0, 4))
