@@ -125,3 +125,10 @@ def test_a_bound_kept_from_the_first_program_still_names_its_line():
                 [(torch.randn(0, 4),), (torch.randn(2, 5),)])
     with pytest.raises(st.InputMismatchError, match="y.reshape"):
         ep.module()(torch.randn(0, 4))
+
+
+def test_an_auto_range_is_kept_with_batch_one():
+    ep = _check(BranchOnOne(), (torch.randn(2, 3),), ({0: st.Dim.AUTO(max=8)},),
+                lambda n: (torch.randn(n, 3),), [0, 1, 2, 3, 5, 8], [(torch.randn(9, 3),)])
+    with pytest.raises(st.InputMismatchError, match=r"Dim.AUTO\(max=8\)"):
+        ep.module()(torch.randn(9, 3))
