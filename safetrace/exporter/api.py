@@ -308,7 +308,7 @@ class Exporter:
         ep.small_sides = [] if problems else small_sides(self.env, contract, self.dyn)
         if ep.small_sides:  # (the next candidates, where a split at the first fails)
             ep.small_more = functools.partial(small_sides, self.env, contract, self.dyn)
-        ep.auto_places = auto_places(self.dyn)  # (auto_small.py)
+        ep.auto_places = auto_places(self.dyn, contract)  # (auto_small.py)
         ep.relation_sides = [] if problems else relation_sides(
             self.env, contract, self.dyn)  # (any other relation: relation_splits.py)
         return ep

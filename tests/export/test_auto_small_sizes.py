@@ -132,3 +132,41 @@ def test_an_auto_range_is_kept_with_batch_one():
                 lambda n: (torch.randn(n, 3),), [0, 1, 2, 3, 5, 8], [(torch.randn(9, 3),)])
     with pytest.raises(st.InputMismatchError, match=r"Dim.AUTO\(max=8\)"):
         ep.module()(torch.randn(9, 3))
+
+
+class AboveZero(torch.nn.Module):  # (a branch narrowing the AUTO range: 1 <= s0)
+    def forward(self, x):
+        if x.shape[0] > 0:
+            return x * 2
+        return x.new_ones(1, 3)
+
+
+class AboveOne(torch.nn.Module):  # (2 <= s0)
+    def forward(self, x):
+        if x.shape[0] > 1:
+            return x * 2
+        return x + 1
+
+
+class FirstRow(torch.nn.Module):  # (eager raises at 0: x[0])
+    def forward(self, x):
+        if x.shape[0] > 1:
+            return x * 2
+        return x[0] + x
+
+
+def test_a_branch_narrowing_the_range_admits_zero():
+    _check(AboveZero(), (torch.randn(2, 3),), ({0: AUTO},), lambda n: (torch.randn(n, 3),),
+           [0, 1, 2, 3, 5], [(torch.randn(2, 4),)])
+
+
+def test_a_branch_narrowing_the_range_to_two_admits_zero_and_one():
+    _check(AboveOne(), (torch.randn(2, 3),), ({0: AUTO},), lambda n: (torch.randn(n, 3),),
+           [0, 1, 2, 3, 5], [(torch.randn(2, 4),), (torch.randn(2, 3, 1),)])
+
+
+def test_a_size_where_eager_raises_stays_out_of_the_range():
+    ep = _check(FirstRow(), (torch.randn(2, 3),), ({0: AUTO},),
+                lambda n: (torch.randn(n, 3),), [1, 2, 3, 5], [(torch.randn(0, 3),)])
+    with pytest.raises(st.InputMismatchError, match="x.shape\\[0\\]"):
+        ep.module()(torch.randn(0, 3))
