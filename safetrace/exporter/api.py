@@ -11,6 +11,7 @@ import torch
 from safetrace import pytree
 from safetrace import errors as E
 from safetrace.errors.dropin import is_torch_program
+from safetrace.exporter.auto_small import auto_places, split_auto_small
 from safetrace.exporter.caught import eager_classes, refusals_watched
 from safetrace.exporter.fake_built import built_under
 from safetrace.exporter.global_caches import GlobalCaches
@@ -118,18 +119,24 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
         runs: list[Exporter] = []
 
         def one(sides: dict | None, flipped: frozenset = frozenset(), *,
-                defer: bool | frozenset = False) -> ExportedProgram:
+                defer: bool | frozenset = False, named: dict | None = None) -> ExportedProgram:
             runs.append(Exporter(model, fn, preserve_module_call_signature, sides, flipped,
-                                 defer=defer, walk=None if runs else walk))
+                                 defer=defer, walk=None if runs else walk, named=named))
             return runs[-1].run(args, kwargs, dynamic_shapes)
 
-        def every(defer: bool | frozenset) -> ExportedProgram:  # (sizes 0 and 1: small_splits.py)
-            return export_with_splits(functools.partial(one, defer=defer), max_splits)
+        def every(defer: bool | frozenset, named: dict | None = None) -> ExportedProgram:
+            return export_with_splits(  # (sizes 0 and 1: small_splits.py)
+                functools.partial(one, defer=defer, named=named), max_splits)
 
         deferred = prefer_deferred_runtime_asserts_over_guards
-        ep = checked_below_two(every, deferred)
+
+        def whole() -> ExportedProgram:  # (Dim.AUTO sizes 0 and 1: auto_small.py)
+            return split_auto_small(checked_below_two(every, deferred), lambda named: (
+                checked_below_two(functools.partial(every, named=named), deferred)))
+
+        ep = whole()
         # (self.n += 1 in forward: the graph must not read it)
-        python_state.check(ep, runs, lambda: checked_below_two(every, deferred), caches)
+        python_state.check(ep, runs, whole, caches)
         check_additional(ep, dynamic_shapes)
         # (sizes its run-time checks refuse: input checks; an index check before the
         # first state write)
@@ -139,7 +146,8 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
 class Exporter:
     def __init__(self, model: Any, fn: Callable, preserve: tuple[str, ...] = (),
                  sides: dict | None = None, flipped: frozenset = frozenset(),
-                 defer: bool | frozenset = False, walk: Any = None) -> None:
+                 defer: bool | frozenset = False, walk: Any = None,
+                 named: dict | None = None) -> None:
         self.defer = defer  # needs narrower than declared: run-time checks, not errors
         plain = _uncompiled(model)
         if plain is not model:  # torch.compile(model): export what it wraps
@@ -161,6 +169,7 @@ class Exporter:
         self.dyn = DynamicDims(self.env)
         self.scalars: set[int] = set()  # leaves: ints declared dynamic
         self.dyn.set_overrides(sides or {})  # a size split's side (exporter/splits.py)
+        self.dyn.auto_named = named or {}  # Dim.AUTO dims traced as Dims (auto_small.py)
         self.dyn.defer_keys = defer if isinstance(defer, frozenset) else frozenset()
         self.env.flipped = flipped  # size tests answered the other way (splits.py)
 
@@ -299,6 +308,7 @@ class Exporter:
         ep.small_sides = [] if problems else small_sides(self.env, contract, self.dyn)
         if ep.small_sides:  # (the next candidates, where a split at the first fails)
             ep.small_more = functools.partial(small_sides, self.env, contract, self.dyn)
+        ep.auto_places = auto_places(self.dyn, contract)  # (auto_small.py)
         ep.relation_sides = [] if problems else relation_sides(
             self.env, contract, self.dyn)  # (any other relation: relation_splits.py)
         return ep

@@ -90,6 +90,7 @@ class DynamicDims(NamedRelations):
         # ``Violation.key``, and those it kept (small_splits.checked_below_two)
         self.defer_keys: frozenset = frozenset()
         self.deferred: list[Violation] = []
+        self.auto_named: dict[str, Dim] = {}  # Dim.AUTO dims traced as Dims (auto_small.py)
 
     # -- before tracing ---------------------------------------------------------------
     def sizes(self, path: str, t: torch.Tensor, entries: list | None) -> tuple:
@@ -108,6 +109,8 @@ class DynamicDims(NamedRelations):
         for d, (n, e) in enumerate(zip(shape, entries)):
             place = path if scalar else f"{path}.shape[{d}]"
             where = f"dynamic_shapes for {place}"
+            if isinstance(e, DimHint) and e.kind == "auto" and place in self.auto_named:
+                e = self.auto_named[place]  # (its sizes 0 and 1 split apart: auto_small.py)
             if e is None or (isinstance(e, DimHint) and e.kind == "static"):
                 if e is not None and (e.min is not None or e.max is not None):
                     in_range(self, where, n, 0 if e.min is None else e.min,

@@ -1,0 +1,142 @@
+"""Sizes 0 and 1 of a ``Dim.AUTO`` dim that a condition of the program refuses.
+
+A condition on one ``Dim.AUTO`` size is kept as a run-time check of the program (the AUTO
+dim's space narrowed, as torch.export narrows it): ``if x.shape[0] != 1:`` traced at batch
+2 gives a program that refuses batch 1, as does ``mask.squeeze()`` (another rank at 1).
+Where such a check fails only at 0 or 1 of the dim's range, the program is exported again
+with that dim as a named Dim of the range the first program admits: the split machinery
+(``splits.py``, ``small_splits.py``) traces each side of the decision and joins them (one
+graph where both sides agree, else ``torch.cond`` on the size), each side sound for its
+range by the usual machinery, and eager's requirements there stay input checks
+(``eager_raises``).  Where that export fails in any way, the first program stands, with its
+check (nothing is ever admitted that was not traced).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from typing import Any, Callable
+
+from safetrace.dims import Dim
+from safetrace.exporter.contract import Contract
+from safetrace.exporter.eager_raises import ASSUMED_MIN, requirements_only
+from safetrace.exporter.program import ExportedProgram
+
+_SMALL = (0, 1)  # the sizes a condition may refuse for the dim to be split there
+
+
+def auto_places(dyn: Any, contract: Contract) -> dict[str, tuple[list[str], int]]:
+    """{symbol: (the input dims it is, the least size below the program's range where eager
+    computes)} of the export's Dim.AUTO dims whose size the trace left a symbol (``dyn``:
+    its ``DynamicDims``; AUTO dims made equal share one).  A range narrowed by a branch
+    (``if x.shape[0] > 1:``) goes down to the declared lower end; one narrowed where eager
+    raises (``x[0]``, ``view(b, -1)`` at 0) stays (``eager_raises.requirements_only``)."""
+    out: dict[str, tuple[list[str], int]] = {}
+    floor: dict[str, float] = {}
+    for d in dyn.decls:
+        if d.kind == "auto" and d.expr.op == "sym" and not d.scalar:
+            e = dyn.env.simplify(d.expr)
+            if e.op == "sym":
+                out.setdefault(e.name, ([], 0))[0].append(d.where)
+                floor[e.name] = max(floor.get(e.name, 0), d.lo)
+    for s, (wheres, _) in out.items():
+        spec = contract.symbol(s)
+        least = 0 if spec is None or spec.lo is None else spec.lo
+        while floor[s] < least <= ASSUMED_MIN and not requirements_only(
+                dyn.env, {s: least - 1}, True):
+            least -= 1
+        out[s] = (wheres, int(least))
+    return out
+
+
+def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], ExportedProgram]
+                     ) -> ExportedProgram:
+    """`ep`, or the export again (``export_named({input dim: Dim})``) with each Dim.AUTO dim
+    whose range or run-time condition leaves out a size below 2 eager computes at traced as
+    a named Dim; where that export fails or still leaves out the Dim's lowest size (``x[0]``
+    at 0 under ``if x.shape[0] > 1:``: a side eager raises on), again from one size up,
+    while that is below `ep`'s range; `ep` where none is exported."""
+    named, tops = _named(ep)
+    best = ep
+    for _ in range(ASSUMED_MIN + 1):
+        if not named:
+            break
+        try:
+            out = export_named(named)
+        except Exception:  # noqa: BLE001 - the program as it was: its check refuses those sizes
+            out = None
+        if out is not None:
+            labels = {d.name for d in named.values()}  # (an AUTO dim keeps no Dim name)
+            out.dim_names = {s: n for s, n in getattr(out, "dim_names", {}).items()
+                             if n not in labels}
+            _keep_origins(out, ep, named)
+            best = out
+            short = {x.where for x in out.contract.symbols if x.where in named and x.backed
+                     and (x.lo or 0) > named[x.where].min}
+        else:
+            short = set(named)
+        up = {d.name: Dim(d.name, min=d.min + 1, max=d.max) for w, d in named.items()
+              if w in short and d.min + 1 < tops[d.name]}
+        if not up:
+            break
+        named = {w: up.get(d.name, d) for w, d in named.items()}
+    return best
+
+
+def _keep_origins(out: ExportedProgram, ep: ExportedProgram, named: dict) -> None:
+    """The line behind each split dim's bounds in `ep` (``1 <= s0 (from ...)``), on the
+    same bounds of `out`, where they are the range its Dim was given."""
+    before = {x.where: x for x in ep.contract.symbols if x.where in named and x.origin}
+    symbols = tuple(dataclasses.replace(x, origin=before[x.where].origin)
+                    if x.where in before and not x.origin and x.backed and
+                    (x.lo, x.hi) == (before[x.where].lo, before[x.where].hi) else x
+                    for x in out.contract.symbols)
+    out.contract = dataclasses.replace(out.contract, symbols=symbols)
+
+
+def _named(ep: ExportedProgram) -> tuple[dict[str, Dim], dict[str, int]]:
+    """{input dim: Dim} for each Dim.AUTO dim (and those equal to it) whose range in `ep`
+    leaves out a size below 2 where eager computes, or that a condition of `ep`'s contract
+    on its size alone refuses at 0 or 1 of its range; and {Dim name: the lower end of its
+    range in `ep`}."""
+    places = getattr(ep, "auto_places", None) or {}
+    contract = ep.contract
+    named_dims = getattr(ep, "dim_names", {})  # (a named Dim's sizes: splits.py's)
+    taken = set(named_dims.values())
+    out: dict[str, Dim] = {}
+    tops: dict[str, int] = {}
+    for s, (wheres, least) in places.items():
+        spec = contract.symbol(s)
+        if s in named_dims or spec is None or not spec.backed:
+            continue  # (an AUTO dim made equal to a named Dim: splits.py's)
+        lo = 0 if spec.lo is None else spec.lo
+        hi = math.inf if spec.hi is None else spec.hi
+        conds = [c.cond for c in contract.conditions if c.cond.free_symbols == {s}]
+        if least >= lo and not any(lo <= v <= hi and not _holds(c, s, v)
+                                   for c in conds for v in _SMALL):
+            continue
+        name = _name(wheres[0], taken)
+        taken.add(name)
+        dim = Dim(name, min=int(min(least, lo)), max=None if hi == math.inf else int(hi))
+        out.update((where, dim) for where in wheres)  # (the same Dim: equal sizes)
+        tops[name] = int(lo)
+    return out, tops
+
+
+def _holds(cond: Any, s: str, v: int) -> bool:
+    try:
+        return bool(cond.evaluate({s: v}))
+    except Exception:  # noqa: BLE001 - not decidable at that size alone: not split
+        return True
+
+
+def _name(where: str, taken: set) -> str:
+    """A Dim name for an input dim (``x.shape[0]`` -> ``x_shape_0``), none of `taken`."""
+    base = re.sub(r"\W+", "_", where).strip("_") or "auto"
+    base = base if base.isidentifier() else f"d_{base}"
+    name = base
+    while name in taken:
+        name += "_"
+    return name
