@@ -270,7 +270,8 @@ def carried(node: torch.fx.Node, carried: list, out: list, kind: str = "while_lo
                            "iteration runs the body on them)")
 
 
-def dim_range(node: torch.fx.Node, op: Any, lookup: Any) -> None:
+def dim_range(node: torch.fx.Node, op: Any, lookup: Any,
+              when: str = "at every call of the program") -> None:
     """An operator's ``int dim`` outside its tensor's dims (``slice(x, 2**40, ...)``): torch
     refuses it at every call.  For a node whose other arguments the loader cannot work
     out (a size read from data), which its shape rule does not see; ``lookup(arg)``: what
@@ -285,7 +286,7 @@ def dim_range(node: torch.fx.Node, op: Any, lookup: Any) -> None:
         return
     rank = max(len(t.shape) + op._opname.startswith("unsqueeze"), 1)
     if not -rank <= dim < rank:
-        raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the program: "
+        raise bad_file(f"node {node.name!r}", f"{op} fails {when}: "
                        f"dim {dim} of a tensor with {len(t.shape)} dims")
 
 

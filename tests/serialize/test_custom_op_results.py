@@ -144,3 +144,32 @@ def test_a_custom_ops_result_over_varying_sizes_counts_at_call():
     with pytest.raises(st.RuntimeAssertionError, match=r"'wide' \(sth25.wide.default\) would "
                                                        r"allocate 17179869184 bytes"):
         mod(torch.randn(4))
+
+
+class InBranch(torch.nn.Module):
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda a: twice_rows(a) + 1,
+                          lambda a: torch.cat([a, a]) - 1, (x,))
+
+
+@pytest.mark.parametrize("dim", [3, 5, -4])
+def test_a_dim_past_a_custom_ops_recorded_rank_in_a_branch_is_refused_at_load(dim):
+    """A cond branch's ``unsqueeze(twice_rows(a), dim)`` with ``dim`` outside the rank the
+    file records for the custom op's result (which a check right after it holds at each
+    call): torch would raise its IndexError at the call whenever the branch runs; refused
+    at load (before: loaded, torch's IndexError at call; hostile probe seed 3134)."""
+    buf = io.BytesIO()
+    ep = st.export(InBranch(), (torch.randn(3, 4),), dynamic_shapes=DYN)
+    st.save(ep, buf)
+    good = _load(buf.getvalue())
+    for x in (torch.ones(0, 4), torch.ones(1, 4), -torch.ones(5, 4), torch.randn(7, 4)):
+        torch.testing.assert_close(good.module()(x), ep.module()(x))
+    doc, tensors = parts(buf.getvalue())
+    branch = next(g for g in doc["subgraphs"] if any(
+        n.get("target", "").startswith("torch.ops.sth25") for n in g["nodes"]))
+    add = next(n for n in branch["nodes"] if n.get("target") == "torch.ops.aten.add.Tensor")
+    add.update(target="torch.ops.aten.unsqueeze.default", args=[add["args"][0], dim])
+    add["meta"]["val"]["tensor"]["shape"] += [1]
+    with pytest.raises(st.LoadError, match=rf"aten.unsqueeze.default fails whenever it runs: "
+                                           rf"dim {dim} of a tensor with 2 dims"):
+        _load(pack(doc, tensors))
