@@ -173,3 +173,29 @@ def test_a_dim_past_a_custom_ops_recorded_rank_in_a_branch_is_refused_at_load(di
     with pytest.raises(st.LoadError, match=rf"aten.unsqueeze.default fails whenever it runs: "
                                            rf"dim {dim} of a tensor with 2 dims"):
         _load(pack(doc, tensors))
+
+
+def test_a_size_a_custom_ops_count_records_is_no_free_symbol_for_a_later_node():
+    """``z[:c]``, ``c`` a custom op's count ``u0``, rewritten as ``empty([3])`` still
+    recorded ``[u0]``: the loader matched the file's ``u0`` with the 3 it computes there,
+    as if that record read it first, and the loaded program (metadata ``[u0]``) returned
+    3 elements where the count was 2 (hostile probe seed 3201, ``ops:layout``).  Refused:
+    the count's first record is the custom op's."""
+    from tests.export.test_data_dependent import CustomSlice
+
+    n = st.Dim("n", max=32)
+    ep = st.export(CustomSlice(), (torch.randn(6), torch.randn(6)),
+                   dynamic_shapes={"x": {0: n}, "y": {0: n}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    good = st.load(io.BytesIO(buf.getvalue()), allow_ops=["sttest"])
+    for x in (torch.zeros(0), torch.ones(1), torch.tensor([1.0, 0.0, 2.0])):
+        torch.testing.assert_close(good.module()(x, x + 1), (x + x + 1)[:int((x != 0).sum())])
+    doc, tensors = parts(buf.getvalue())
+    node = next(n for n in doc["nodes"] if n.get("target") == "torch.ops.aten.slice.Tensor")
+    node.update(target="torch.ops.aten.empty.memory_format", args=[{"list": [3]}],
+                kwargs=[])
+    with pytest.raises(st.LoadError, match=rf"node {node['name']!r}: the file records its "
+                                           r"value as float32\[u0\], but the graph computes "
+                                           r"float32\[3\]"):
+        st.load(io.BytesIO(pack(doc, tensors)), allow_ops=["sttest"])
