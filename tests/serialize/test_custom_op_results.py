@@ -199,3 +199,19 @@ def test_a_size_a_custom_ops_count_records_is_no_free_symbol_for_a_later_node():
                                            r"value as float32\[u0\], but the graph computes "
                                            r"float32\[3\]"):
         st.load(io.BytesIO(pack(doc, tensors)), allow_ops=["sttest"])
+
+
+@pytest.mark.parametrize("dims", [[2], [0, -3], [-(1 << 63)]])
+def test_a_dim_list_past_a_custom_ops_recorded_rank_is_refused_at_load(dims):
+    """``sum(twice_rows(x), dims)`` with a dim outside the 2 dims the file records for the
+    custom op's result (checked right after it at each call): before, loaded and torch's
+    IndexError at call (hostile probe seed 3201, ``multi``, a list of tensors' element
+    summed over ``[-2**63]``); only an ``int dim`` was held to the rank."""
+    doc, tensors = parts(_saved(DYN))
+    add = next(n for n in doc["nodes"] if n.get("target") == "torch.ops.aten.add.Tensor")
+    add.update(target="torch.ops.aten.sum.dim_IntList", args=[add["args"][0], {"list": dims}])
+    add["meta"]["val"]["tensor"]["shape"] = []
+    bad = next(d for d in dims if not -2 <= d < 2)
+    with pytest.raises(st.LoadError, match=rf"aten.sum.dim_IntList fails at every call of the "
+                                           rf"program: dim {bad} of a tensor with 2 dims"):
+        _load(pack(doc, tensors))
