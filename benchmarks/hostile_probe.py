@@ -29,7 +29,8 @@ replaced, appended to; session 28: each call must compute what a copy loaded fro
 file's bytes does), a control or format character in one string of the program (``text``,
 session 29), the JSON text, expressions that blow up, operators spelled other ways,
 references to later nodes and pytree specs (``literals``, ``exprs``, ``targets``,
-``refs``, ``specs``: benchmarks/hostile_syntax.py, session 32), and sizes read from data recorded as other such sizes (``reads``: a clamped
+``refs``, ``specs``: benchmarks/hostile_syntax.py, session 32), and sizes read from data
+recorded as other such sizes (``reads``: a clamped
 ``min(u0, 5)`` written ``u0``, symbols swapped, numbers shifted, assertions removed,
 ranges narrowed: benchmarks/hostile_reads.py over four more bases, session 31); every
 program that runs is printed, saved again and loaded (the same outputs), and converted

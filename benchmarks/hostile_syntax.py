@@ -27,7 +27,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import random
 import re
@@ -235,20 +234,24 @@ def _respell(t: str, rng: random.Random) -> tuple[str, str]:
     parts = t.split(".")
     op = parts[-2] if len(parts) >= 4 else "add"
     return rng.choice([
-        ("space_after", t + " "), ("space_before", " " + t), ("tab_inside", t.replace(".", ".\t", 1)),
+        ("space_after", t + " "), ("space_before", " " + t),
+        ("tab_inside", t.replace(".", ".\t", 1)),
         ("upper", t.upper()), ("title_ns", t.replace("aten", "Aten")),
         ("no_overload", ".".join(parts[:-1])), ("two_overloads", t + ".default"),
         ("dunder_call", t + ".__call__"), ("dunder_class", t + ".__class__"),
         ("packet_dunder", ".".join(parts[:-1]) + ".__getattribute__"),
         ("ops_dunder", "torch.ops.__getattr__"), ("ns_dict", "torch.ops.aten.__dict__"),
-        ("prims", f"torch.ops.prims.{op}.default"), ("profiler",
-                                                     "torch.ops.profiler._record_function_enter.default"),
+        ("prims", f"torch.ops.prims.{op}.default"),
+        ("profiler", "torch.ops.profiler._record_function_enter.default"),
         ("c10d", "torch.ops._c10d_functional.all_reduce.default"),
-        ("zero_width", t.replace("aten", "at\u200ben")), ("full_width", t.replace("a", "\uff41", 1)),
-        ("builtins", "builtins.eval"), ("os", "os.system"), ("importlib", "importlib.import_module"),
+        ("zero_width", t.replace("aten", "at\u200ben")),
+        ("full_width", t.replace("a", "\uff41", 1)),
+        ("builtins", "builtins.eval"), ("os", "os.system"),
+        ("importlib", "importlib.import_module"),
         ("torch_load", "torch.load"), ("getattr_chain", "operator.attrgetter"),
         ("operator_dunder", "operator.__builtins__"), ("empty_parts", t.replace(".", "..", 1)),
-        ("trailing_dot", t + "."), ("torch_fn", "torch.add"), ("torch_private", "torch._C._set_grad_enabled"),
+        ("trailing_dot", t + "."), ("torch_fn", "torch.add"),
+        ("torch_private", "torch._C._set_grad_enabled"),
         ("sys", "sys.exit"), ("nul", t + "\x00"),
     ])
 

@@ -273,7 +273,8 @@ def carried(node: torch.fx.Node, carried: list, out: list, kind: str = "while_lo
 def dim_range(node: torch.fx.Node, op: Any, lookup: Any,
               when: str = "at every call of the program") -> None:
     """An operator's ``int dim`` (or one of its ``int[] dim``) outside its tensor's dims
-    (``slice(x, 2**40, ...)``, ``sum(x, [-2**63])``): torch refuses it at every call.  For a node whose other arguments the loader cannot work
+    (``slice(x, 2**40, ...)``, ``sum(x, [-2**63])``): torch refuses it at every call.
+    For a node whose other arguments the loader cannot work
     out (a size read from data), which its shape rule does not see; ``lookup(arg)``: what
     the loader knows an argument is (None: not known)."""
     positional, kinds = signature(op)
