@@ -84,6 +84,16 @@ class AsRecorded:
                              late)
         return value
 
+    def _checked_record(self, node: torch.fx.Node) -> TensorMeta | None:
+        """What a node kept as recorded is when a later node uses it (its dtype and rank,
+        the record's, checked right after it; its sizes the symbols checked against the
+        record's): None for a node not kept so."""
+        real = self._real.get(node)
+        rec = getattr(node.meta.get("val"), "st_meta", None)
+        if real is None or not isinstance(rec, TensorMeta) or len(real) != len(rec.shape):
+            return None
+        return TensorMeta(tuple(real), rec.dtype, _CPU)
+
     def _check_size(self, got: Any, size: Any, after: torch.fx.Node, why: str,
                     values: dict, late: bool) -> None:
         """Check before ``after`` that the real size ``got`` is the recorded ``size``."""

@@ -280,10 +280,17 @@ class StaticMemory(SubgraphMemory, AsRecorded):
             args = _sub(node.args, meta)
             kwargs = _sub(node.kwargs, meta)
         except KeyError:  # a value not known (an unknown op's result)
-            if isinstance(target, torch._ops.OpOverload) and target.namespace == "aten" \
-                    and self._runs() == []:
-                never_runs.dim_range(node, target, lambda a: meta.get(a) if isinstance(
-                    a, torch.fx.Node) else a)
+            if isinstance(target, torch._ops.OpOverload) and target.namespace == "aten":
+                # (an operand kept as recorded has the record's rank when this node runs,
+                # checked right after it: a dim outside it fails whenever it runs, in a
+                # branch too, and a file of ours never records one)
+                checked = self._checked_record
+                if self._runs() == []:
+                    never_runs.dim_range(node, target, lambda a: (
+                        meta.get(a) or checked(a)) if isinstance(a, torch.fx.Node) else a)
+                else:
+                    never_runs.dim_range(node, target, lambda a: checked(a) if isinstance(
+                        a, torch.fx.Node) else a, "whenever it runs")
             why = never_runs.misused_unknown(target, node, meta, self.env.int_cls) \
                 if isinstance(target, torch._ops.OpOverload) else None
             if why is not None:

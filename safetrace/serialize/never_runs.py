@@ -270,23 +270,27 @@ def carried(node: torch.fx.Node, carried: list, out: list, kind: str = "while_lo
                            "iteration runs the body on them)")
 
 
-def dim_range(node: torch.fx.Node, op: Any, lookup: Any) -> None:
-    """An operator's ``int dim`` outside its tensor's dims (``slice(x, 2**40, ...)``): torch
-    refuses it at every call.  For a node whose other arguments the loader cannot work
+def dim_range(node: torch.fx.Node, op: Any, lookup: Any,
+              when: str = "at every call of the program") -> None:
+    """An operator's ``int dim`` (or one of its ``int[] dim``) outside its tensor's dims
+    (``slice(x, 2**40, ...)``, ``sum(x, [-2**63])``): torch refuses it at every call.
+    For a node whose other arguments the loader cannot work
     out (a size read from data), which its shape rule does not see; ``lookup(arg)``: what
     the loader knows an argument is (None: not known)."""
     positional, kinds = signature(op)
-    if not positional or kinds.get("dim", ("",))[0] not in ("int", "SymInt") or \
-            kinds[positional[0]][0] != "Tensor":
+    kind = kinds.get("dim", ("",))[0]
+    if not positional or kind not in ("int", "SymInt", "Optional[List[int]]", "List[int]") \
+            or kinds[positional[0]][0] != "Tensor":
         return
     given = {**dict(zip(positional, node.args)), **node.kwargs}
     dim, t = given.get("dim"), lookup(given.get(positional[0]))
-    if not isinstance(t, TensorMeta) or isinstance(dim, bool) or not isinstance(dim, int):
+    if not isinstance(t, TensorMeta):
         return
     rank = max(len(t.shape) + op._opname.startswith("unsqueeze"), 1)
-    if not -rank <= dim < rank:
-        raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the program: "
-                       f"dim {dim} of a tensor with {len(t.shape)} dims")
+    for d in dim if isinstance(dim, (list, tuple)) else [dim]:  # (a dim list: each)
+        if isinstance(d, int) and not isinstance(d, bool) and not -rank <= d < rank:
+            raise bad_file(f"node {node.name!r}", f"{op} fails {when}: "
+                           f"dim {d} of a tensor with {len(t.shape)} dims")
 
 
 def python_value(node: torch.fx.Node, args: Any) -> None:

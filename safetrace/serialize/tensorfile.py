@@ -258,11 +258,11 @@ def read_stream(f: Any, budgets: Budgets, where: str) -> Container:
             # a stream of unknown size: the bytes first (a short stream costs only what it
             # holds), then the tensor
             data = _read_exactly(f, end - begin, where, "tensor data")
-            t = torch.empty(end - begin, dtype=torch.uint8)
+            t = _stream_tensor(name, end - begin, left, where)
             _memory_of(t)[:] = data
             del data
         else:
-            t = torch.empty(end - begin, dtype=torch.uint8)
+            t = _stream_tensor(name, end - begin, left, where)
             _readinto(f, _memory_of(t), where)
         tensors[name] = t
     extra = _read(f, 1)
@@ -272,6 +272,19 @@ def read_stream(f: Any, budgets: Budgets, where: str) -> Container:
 
 
 _STREAM_PIECE = 1 << 24
+
+
+def _stream_tensor(name: str, n: int, left: int | None, where: str) -> torch.Tensor:
+    """Memory for a tensor's ``n`` bytes of a file object: sized by the header, which the
+    object's own claim of its size bounds (a claim a lying object makes 2**50): memory the
+    process cannot have is a refusal of the file, not torch's RuntimeError."""
+    try:
+        return torch.empty(n, dtype=torch.uint8)
+    except (RuntimeError, MemoryError):
+        said = f" (the file object says it holds {left} bytes)" if left is not None else ""
+        raise bad_file(where, f"no memory for tensor {name!r} of {n} bytes{said}",
+                       "give st.load the file's path, or a file object that holds the "
+                       "bytes its header declares") from None
 READ_THREADS = min(4, os.cpu_count() or 1)  # threads reading a large file's data at once
 _THREAD_MIN = 64 << 20  # bytes each of them reads at least
 

@@ -144,3 +144,74 @@ def test_a_custom_ops_result_over_varying_sizes_counts_at_call():
     with pytest.raises(st.RuntimeAssertionError, match=r"'wide' \(sth25.wide.default\) would "
                                                        r"allocate 17179869184 bytes"):
         mod(torch.randn(4))
+
+
+class InBranch(torch.nn.Module):
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda a: twice_rows(a) + 1,
+                          lambda a: torch.cat([a, a]) - 1, (x,))
+
+
+@pytest.mark.parametrize("dim", [3, 5, -4])
+def test_a_dim_past_a_custom_ops_recorded_rank_in_a_branch_is_refused_at_load(dim):
+    """A cond branch's ``unsqueeze(twice_rows(a), dim)`` with ``dim`` outside the rank the
+    file records for the custom op's result (which a check right after it holds at each
+    call): torch would raise its IndexError at the call whenever the branch runs; refused
+    at load (before: loaded, torch's IndexError at call; hostile probe seed 3134)."""
+    buf = io.BytesIO()
+    ep = st.export(InBranch(), (torch.randn(3, 4),), dynamic_shapes=DYN)
+    st.save(ep, buf)
+    good = _load(buf.getvalue())
+    for x in (torch.ones(0, 4), torch.ones(1, 4), -torch.ones(5, 4), torch.randn(7, 4)):
+        torch.testing.assert_close(good.module()(x), ep.module()(x))
+    doc, tensors = parts(buf.getvalue())
+    branch = next(g for g in doc["subgraphs"] if any(
+        n.get("target", "").startswith("torch.ops.sth25") for n in g["nodes"]))
+    add = next(n for n in branch["nodes"] if n.get("target") == "torch.ops.aten.add.Tensor")
+    add.update(target="torch.ops.aten.unsqueeze.default", args=[add["args"][0], dim])
+    add["meta"]["val"]["tensor"]["shape"] += [1]
+    with pytest.raises(st.LoadError, match=rf"aten.unsqueeze.default fails whenever it runs: "
+                                           rf"dim {dim} of a tensor with 2 dims"):
+        _load(pack(doc, tensors))
+
+
+def test_a_size_a_custom_ops_count_records_is_no_free_symbol_for_a_later_node():
+    """``z[:c]``, ``c`` a custom op's count ``u0``, rewritten as ``empty([3])`` still
+    recorded ``[u0]``: the loader matched the file's ``u0`` with the 3 it computes there,
+    as if that record read it first, and the loaded program (metadata ``[u0]``) returned
+    3 elements where the count was 2 (hostile probe seed 3201, ``ops:layout``).  Refused:
+    the count's first record is the custom op's."""
+    from tests.export.test_data_dependent import CustomSlice
+
+    n = st.Dim("n", max=32)
+    ep = st.export(CustomSlice(), (torch.randn(6), torch.randn(6)),
+                   dynamic_shapes={"x": {0: n}, "y": {0: n}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    good = st.load(io.BytesIO(buf.getvalue()), allow_ops=["sttest"])
+    for x in (torch.zeros(0), torch.ones(1), torch.tensor([1.0, 0.0, 2.0])):
+        torch.testing.assert_close(good.module()(x, x + 1), (x + x + 1)[:int((x != 0).sum())])
+    doc, tensors = parts(buf.getvalue())
+    node = next(n for n in doc["nodes"] if n.get("target") == "torch.ops.aten.slice.Tensor")
+    node.update(target="torch.ops.aten.empty.memory_format", args=[{"list": [3]}],
+                kwargs=[])
+    with pytest.raises(st.LoadError, match=rf"node {node['name']!r}: the file records its "
+                                           r"value as float32\[u0\], but the graph computes "
+                                           r"float32\[3\]"):
+        st.load(io.BytesIO(pack(doc, tensors)), allow_ops=["sttest"])
+
+
+@pytest.mark.parametrize("dims", [[2], [0, -3], [-(1 << 63)]])
+def test_a_dim_list_past_a_custom_ops_recorded_rank_is_refused_at_load(dims):
+    """``sum(twice_rows(x), dims)`` with a dim outside the 2 dims the file records for the
+    custom op's result (checked right after it at each call): before, loaded and torch's
+    IndexError at call (hostile probe seed 3201, ``multi``, a list of tensors' element
+    summed over ``[-2**63]``); only an ``int dim`` was held to the rank."""
+    doc, tensors = parts(_saved(DYN))
+    add = next(n for n in doc["nodes"] if n.get("target") == "torch.ops.aten.add.Tensor")
+    add.update(target="torch.ops.aten.sum.dim_IntList", args=[add["args"][0], {"list": dims}])
+    add["meta"]["val"]["tensor"]["shape"] = []
+    bad = next(d for d in dims if not -2 <= d < 2)
+    with pytest.raises(st.LoadError, match=rf"aten.sum.dim_IntList fails at every call of the "
+                                           rf"program: dim {bad} of a tensor with 2 dims"):
+        _load(pack(doc, tensors))

@@ -108,3 +108,39 @@ def test_a_file_object_giving_its_bytes_in_pieces_or_lying_of_its_size_loads(rea
 def test_a_file_object_claiming_fewer_bytes_than_it_holds_is_refused(end):
     with pytest.raises(st.LoadError):
         st.load(_SeekLies(end))
+
+
+def _declaring(nbytes: int) -> bytes:
+    """DATA with its weight declared ``nbytes`` long (its shape to match; the bytes not
+    there)."""
+    import json
+    import struct
+    (n,) = struct.unpack("<Q", DATA[:8])
+    head = json.loads(DATA[8:8 + n])
+    begin, end = head["state:weight"]["data_offsets"]
+    for entry in head.values():  # (the tensors after it: moved along)
+        if isinstance(entry, dict) and "data_offsets" in entry and \
+                entry["data_offsets"][0] >= end:
+            entry["data_offsets"] = [o + begin + nbytes - end for o in entry["data_offsets"]]
+    head["state:weight"].update(shape=[nbytes // 4], data_offsets=[begin, begin + nbytes])
+    text = json.dumps(head).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + DATA[8 + n:]
+
+
+class _ClaimsHuge(io.BytesIO):
+    def seek(self, pos, whence=0):
+        end = super().seek(pos, whence)
+        return 1 << 50 if whence == 2 else end
+
+
+def test_a_file_object_lying_of_its_size_cannot_make_the_loader_allocate_its_header():
+    """A 512 GiB weight its header declares, in an object claiming 2**50 bytes: memory
+    the process cannot have is a LoadError naming the tensor (before: torch's RuntimeError
+    from the allocator); one it can have is refused as truncated."""
+    (n,) = __import__("struct").unpack("<Q", DATA[:8])
+    assert b"state:weight" in DATA[8:8 + n]
+    with pytest.raises(st.LoadError, match="weight"):
+        st.load(_ClaimsHuge(_declaring(1 << 39)))
+    with pytest.raises(st.LoadError):
+        st.load(_ClaimsHuge(_declaring(1 << 22)))
