@@ -67,12 +67,13 @@ REFUSED = {
                                                "an example size of 1 specializes (documented)"),
     "patterns/tolist_numpy_errors": ("DataDependentError", ".tolist() of a tensor with a "
                                      "dynamic first dim (a list of unknown length)"),
-    "hf/longformer": ("UnsupportedOpError", "reads hidden_states.stride() of its chunk view, "
-                      "whose chunk count (seq // 8) may be 1 in the declared space (strides "
-                      "are traced on dims >= 2 only; with 8 * Dim('k', min=2) the attention "
-                      "mask's chunk, with literal dims of size 1, is refused next)"),
-    "hf/led": ("UnsupportedOpError", "reads hidden_states.stride() (Longformer's chunked "
-               "attention: as hf/longformer); its torch.div of Python ints traces now"),
+    "hf/longformer": ("DataDependentError", "`if is_global_attn:` of `.any().item()` picks "
+                      "the global-attention branch from data (its chunk views' stride() "
+                      "traces since session 32; with the model's own check that no token is "
+                      "global, and seq a multiple of the window, it exports: the sweep's "
+                      "longformer_w8)"),
+    "hf/led": ("DataDependentError", "Longformer's chunked attention: as hf/longformer "
+               "(the sweep's led_w8 exports)"),
     "hf/prophetnet": ("ConstraintViolationError", "dec_seq <= 62 is right: eager fails from 63 "
                       "on (its position embeddings: IndexError), the case declares max=64"),
     "hf/mobilevit": ("ConstraintViolationError", _NARROW + " (math.ceil(h / patch) * patch is "
