@@ -27,6 +27,7 @@ import torch
 from safetrace.errors import index_out_of_bounds
 from safetrace.exporter.index_bounds import index_relations
 from safetrace.meta.tensor import TensorMeta
+from safetrace.trace.graph import one_line
 from safetrace.trace.mutation import mutates, storage_root, written_args
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short
@@ -77,7 +78,8 @@ def check_indices_first(ep: Any) -> Any:
 def _assert(ep: Any, value: Any, count: Any, lo: Any, size: Any, node: Any) -> None:
     graph = ep.graph
     meta = value.meta["val"].st_meta
-    message = str(_refused(ep, node.meta.get("stack_trace", ""), value, count, lo, size))
+    message = one_line(str(_refused(ep, node.meta.get("stack_trace", ""), value, count, lo,
+                                    size)))  # (ep.module() shows the catalogue's: refusal)
 
     def call(target: Any, args: tuple, dtype: Any) -> Any:
         out = graph.call_function(target, args)

@@ -28,6 +28,7 @@ from safetrace.exporter.contract import TensorInput
 from safetrace.symbolic import canon
 from safetrace.symbolic.expr import sym
 from safetrace.symbolic.semantics import Algebra, lower
+from safetrace.trace.graph import one_line
 
 _aten = torch.ops.aten
 # our expression ops as aten ops on 0-d tensors (int64 sizes, float64 for float sizes)
@@ -37,6 +38,7 @@ _TENSOR_OPS: dict[str, Any] = {
     "eq": _aten.eq.Tensor, "ne": _aten.ne.Tensor, "lt": _aten.lt.Tensor, "le": _aten.le.Tensor,
     "ge": _aten.ge.Tensor, "and": _aten.logical_and.default, "or": _aten.logical_or.default,
     "not": _aten.logical_not.default}
+_CHECKS = (_aten._assert_async.msg, _aten._assert_scalar.default)
 
 
 def to_aoti(ep: Any, package_path: Any = None, *, inductor_configs: dict | None = None,
@@ -51,6 +53,7 @@ def to_aoti(ep: Any, package_path: Any = None, *, inductor_configs: dict | None 
     dim and specializes it silently, and the other sizes pass the package's input checks."""
     tep = ep.to_torch()
     harden_checks(tep, ep.contract)
+    _messages_in_one_line(tep)
     if package_path is None:
         fd, package_path = tempfile.mkstemp(suffix=".pt2")
         os.close(fd)
@@ -66,6 +69,19 @@ def to_aoti(ep: Any, package_path: Any = None, *, inductor_configs: dict | None 
         verify_package(ep, torch._inductor.aoti_load_package(path), "AOTInductor",
                        devices=devices)
     return path
+
+
+def _messages_in_one_line(tep: Any) -> None:
+    """Each check's message as inductor can paste it into C++ (``graph.one_line``): a
+    program loaded from an older file, or a contract's source line with a quote."""
+    changed = False
+    for n in tep.graph.nodes:
+        if n.op == "call_function" and n.target in _CHECKS and len(n.args) == 2 and \
+                isinstance(n.args[1], str) and one_line(n.args[1]) != n.args[1]:
+            n.args = (n.args[0], one_line(n.args[1]))
+            changed = True
+    if changed:
+        tep.graph_module.recompile()
 
 
 def _written_inputs(tep: Any) -> frozenset[int]:

@@ -248,3 +248,11 @@ def run_time_check(fn: Any) -> Any:
         return mark(fn)
     torch.fx.node._side_effectful_functions.add(fn)  # (torch releases without the helper)
     return fn
+
+
+def one_line(message: str) -> str:
+    """`message` as a run-time check's message in a graph: one line, without a double
+    quote or a backslash.  Compilers paste a check's message into the source they generate
+    unescaped (inductor: ``throw std::runtime_error("<message>")`` in its C++ kernels and
+    AOTInductor's wrapper), where a line break or a quote is a compile error."""
+    return " ".join(message.replace("\\", "/").replace('"', "'").split())

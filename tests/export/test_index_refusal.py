@@ -47,13 +47,13 @@ def _runs_as_eager(mod) -> None:
         assert_close(mod(x, pos), eager(x.clone(), pos))
 
 
-def _refuses(mod, error, here: str, outside=st.InputMismatchError) -> None:
+def _refuses(mod, error, here: str, outside=st.InputMismatchError, text: str = _TEXT) -> None:
     for n, start in ((2, 7), (3, -1), (1, 8)):
         before = {k: v.clone() for k, v in mod.state_dict().items()}
         with pytest.raises(IndexError):  # eager, after writing the length
             Ring()(torch.ones(n, 4), torch.arange(n) + start)
         at = here.format(start=start, n=n, last=start + n - 1)
-        with pytest.raises(error, match=_TEXT.format(here=at)):
+        with pytest.raises(error, match=text.format(here=at)):
             mod(torch.ones(n, 4), torch.arange(n) + start)
         for k, v in mod.state_dict().items():  # refused before the length was written
             assert torch.equal(v, before[k]), k
@@ -79,9 +79,26 @@ def test_to_torch_program_raises_the_same_text_without_the_values():
     for verify in (False, True):  # (a program each: its modules share the program's state)
         mod = _export().to_torch(verify=verify).module()
         _runs_as_eager(mod)
-        _refuses(mod, RuntimeError, "", AssertionError)  # (torch's guard on the size)
+        # (the graph's message in one line: inductor pastes it into C++ unescaped, where a
+        # line break fails the compile of an AOTInductor package)
+        _refuses(mod, RuntimeError, "", AssertionError,  # (torch's guard on the size)
+                 _TEXT.replace(r"\n", " "))
+        for node in mod.graph.nodes:
+            if node.target is torch.ops.aten._assert_async.msg:
+                assert "\n" not in node.args[1] and '"' not in node.args[1], node.args[1]
 
 
 def _loaded(ep, tmp_path):
     st.save(ep, tmp_path / "ring.st")
     return st.load(tmp_path / "ring.st").module()
+
+
+@pytest.mark.slow
+def test_an_aoti_package_of_the_program_compiles_and_refuses(tmp_path):
+    """The index check's message reaches inductor's C++ as a string literal (session 32:
+    its line breaks failed every package of a static-cache LLM with CppCompileError)."""
+    runner = torch._inductor.aoti_load_package(st.to_aoti(_export(), tmp_path / "ring.pt2"))
+    x, pos = torch.randn(3, 4), torch.arange(3) + 2
+    assert_close(runner(x, pos), Ring()(x.clone(), pos))
+    with pytest.raises(RuntimeError):
+        runner(torch.ones(2, 4), torch.arange(2) + 7)
