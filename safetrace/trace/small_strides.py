@@ -26,7 +26,7 @@ import torch
 from safetrace.rules.common import cond_true, normalize_dim, open_question
 from safetrace.symbolic import sym_and, sym_not, sym_or
 from safetrace.trace.proxy import Proxy
-from safetrace.trace.strides import COPIES, known_strides, view_layout
+from safetrace.trace.strides import COPIES, known_strides, product, row_major, view_layout
 
 aten = torch.ops.aten
 _CHAIN = 64  # views walked back from one tensor, at most
@@ -54,22 +54,6 @@ def _mul(a: Any, b: Any) -> Any:
     return a if b.__class__ is int and b == 1 else a * b
 
 
-def _row_major(shape: tuple) -> list:
-    out: list = [1] * len(shape)
-    acc: Any = 1
-    for d in range(len(shape) - 1, -1, -1):
-        out[d] = acc
-        acc = _mul(acc, shape[d])
-    return out
-
-
-def _prod(sizes: list) -> Any:
-    p: Any = 1
-    for x in sizes:
-        p = _mul(p, x)
-    return p
-
-
 def _cancel(a: list, b: list) -> tuple:
     """The products of `a` and of `b` less the factors they share (a size proven equal):
     ``8*s1`` against ``s0 * 8*s1`` compares 1 with ``s0``, which the facts decide."""
@@ -83,7 +67,7 @@ def _cancel(a: list, b: list) -> tuple:
                 break
         else:
             left.append(x)
-    return _prod(left), _prod(rest)
+    return product(left), product(rest)
 
 
 def _at_most(a: list, b: list) -> bool:
@@ -109,7 +93,7 @@ def view_strides(shape: tuple, strides: list, new: tuple) -> list | None:
         chunk.append(shape[d])
         # (sizes are >= 1 here: "not 1" is written ">= 2", which the facts decide better)
         end = True if d == 0 else _decide(sym_and(
-            shape[d - 1] >= 2, strides[d - 1] != _mul(_prod(chunk), base)))
+            shape[d - 1] >= 2, strides[d - 1] != _mul(product(chunk), base)))
         if end is None:
             return None
         if not end:
@@ -125,7 +109,7 @@ def view_strides(shape: tuple, strides: list, new: tuple) -> list | None:
                 return None
             if not more:
                 break
-            out[view_d] = _mul(_prod(taken), base)
+            out[view_d] = _mul(product(taken), base)
             taken.append(new[view_d])
             view_d -= 1
         v, t = _cancel(taken, chunk)
@@ -240,7 +224,7 @@ def _reshape(shape: tuple, st: list, node: Any, new: tuple) -> list | None:
     if found is not None:
         return found
     if view_layout(shape, tuple(v for v, _ in st), new) is COPIES:
-        return [(v, True) for v in _row_major(new)]
+        return [(v, True) for v in row_major(new)]
     return None
 
 
@@ -251,7 +235,7 @@ def _dense_copy(shape: tuple, st: list, node: Any, new: tuple) -> list | None:
     fmts = [a for a in (*node.args, *node.kwargs.values()) if isinstance(a, torch.memory_format)]
     if any(f is not torch.preserve_format for f in fmts):  # (to.dtype takes it by position)
         return None
-    want = _row_major(shape)
+    want = row_major(shape)
     if not all(cond_true(sym_or(s <= 1, v == w)) for s, (v, _), w in zip(shape, st, want)):
         return None
     return st
@@ -259,7 +243,7 @@ def _dense_copy(shape: tuple, st: list, node: Any, new: tuple) -> list | None:
 
 def _new_row_major(shape: tuple, st: list, node: Any, new: tuple) -> list | None:
     """``masked_fill`` (out of place): a ``clone(contiguous_format)`` filled in place."""
-    return [(v, True) for v in _row_major(new)]
+    return [(v, True) for v in row_major(new)]
 
 
 def _unbind_piece(shape: tuple, st: list, node: Any, new: tuple) -> list | None:
@@ -330,7 +314,7 @@ def full_strides(x: Proxy) -> tuple | None:
             shape = val.st_meta.shape
             if not _nonempty(shape):
                 return None
-            st = [(v, True) for v in _row_major(shape)]
+            st = [(v, True) for v in row_major(shape)]
             break
         if len(steps) == _CHAIN or node.op != "call_function" or not node.args:
             st = _start(val)

@@ -55,14 +55,15 @@ def _order(shape: tuple, a: int, b: int, sa: Any, sb: Any) -> int | None:
     return 0 if cond_true(sym_or(*small, sa == sb)) else None
 
 
-def _prod(sizes: Any) -> Any:
+def product(sizes: Any) -> Any:
+    """The product of `sizes`, a factor 1 left out (no ``1*s`` expression)."""
     p: Any = 1
     for s in sizes:
         p = s if type(p) is int and p == 1 else p * s
     return p
 
 
-def _suffix(shape: tuple) -> list:
+def row_major(shape: tuple) -> list:
     """Row-major strides (plain products of the sizes after each dim)."""
     out: list = [1] * len(shape)
     acc: Any = 1
@@ -80,7 +81,7 @@ def known_strides(p: Any) -> tuple | None:
         return None
     if p.st_contig is None:
         return p.st_layout
-    return tuple(_suffix(p.st_meta.shape)), p.st_contig is True
+    return tuple(row_major(p.st_meta.shape)), p.st_contig is True
 
 
 # Ops whose result is a new row-major tensor whatever their operands' layout (matmul's
@@ -127,7 +128,7 @@ def strided(p: Proxy) -> bool:
     if not all(type(s) is int and s >= 1 or type(s) is not int and cond_true(s >= 1)
                for s in shape):
         return False
-    return any(cond_true(s >= 2) and cond_true(st != _prod(shape[d + 1:]))
+    return any(cond_true(s >= 2) and cond_true(st != product(shape[d + 1:]))
                for d, (s, st) in enumerate(zip(shape, p.st_layout[0])))
 
 
@@ -147,7 +148,7 @@ def classify(shape: tuple, strides: tuple, zero: bool) -> tuple:
     """(st_contig, st_layout) of a tensor of these sizes and strides: True for row-major
     strides at offset 0 on dims all >= 2, LOOSE for row-major ones otherwise (what
     ``is_contiguous()`` accepts), else None with the strides kept."""
-    for s, st, want in zip(shape, strides, _suffix(shape)):
+    for s, st, want in zip(shape, strides, row_major(shape)):
         if not (s.__class__ is int and s == 1) and not _same(st, want):
             return None, (tuple(strides), zero)
     if zero and all(type(s) is int and s >= 2 or type(s) is not int and cond_true(s >= 2)
@@ -293,7 +294,7 @@ def _reshape(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any
     """A view where one exists, else a row-major copy (``clone(contiguous_format)``)."""
     st = view_layout(shape, x[0], out.shape)
     if st is COPIES:
-        return [_prod(out.shape[d + 1:]) for d in range(len(out.shape))], True
+        return [product(out.shape[d + 1:]) for d in range(len(out.shape))], True
     return None if st is None else (st, x[1])
 
 
@@ -465,7 +466,7 @@ def concatenated(args: tuple, result: Any) -> bool:
                                          and cond_true(sizes[1] >= 2)):
             return False
     result.st_contig, result.st_layout = classify(
-        result.st_meta.shape, tuple(_prod(result.st_meta.shape[d + 1:])
+        result.st_meta.shape, tuple(product(result.st_meta.shape[d + 1:])
                                     for d in range(result.st_meta.ndim)), True)
     return True
 
