@@ -62,10 +62,7 @@ def fn_text(func: Any, n: int) -> tuple[str, str]:
 def torch_fn(calls: dict, func: Any) -> tuple[str, str]:
     """node.meta["torch_fn"] of one more call of `func`; `calls` counts an export's calls."""
     n = calls[func] = calls.get(func, 0) + 1
-    name = FN_NAMES.get(func)
-    if name is None:
-        name = FN_NAMES[func] = fn_name(func)
-    return f"{name[0]}_{n}", name[1]
+    return FN_TEXTS.get((func, n)) or fn_text(func, n)
 
 
 def user_frame(depth: int = 2) -> FrameType | None:
