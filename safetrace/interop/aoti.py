@@ -73,15 +73,19 @@ def to_aoti(ep: Any, package_path: Any = None, *, inductor_configs: dict | None 
 
 def _messages_in_one_line(tep: Any) -> None:
     """Each check's message as inductor can paste it into C++ (``graph.one_line``): a
-    program loaded from an older file, or a contract's source line with a quote."""
-    changed = False
-    for n in tep.graph.nodes:
-        if n.op == "call_function" and n.target in _CHECKS and len(n.args) == 2 and \
-                isinstance(n.args[1], str) and one_line(n.args[1]) != n.args[1]:
-            n.args = (n.args[0], one_line(n.args[1]))
-            changed = True
-    if changed:
-        tep.graph_module.recompile()
+    program loaded from an older file, or a contract's source line with a quote; in the
+    program's graph and in every subgraph (a ``torch.cond`` branch's checks)."""
+    for gm in tep.graph_module.modules():
+        if not isinstance(gm, torch.fx.GraphModule):
+            continue
+        changed = False
+        for n in gm.graph.nodes:
+            if n.op == "call_function" and n.target in _CHECKS and len(n.args) == 2 and \
+                    isinstance(n.args[1], str) and one_line(n.args[1]) != n.args[1]:
+                n.args = (n.args[0], one_line(n.args[1]))
+                changed = True
+        if changed:
+            gm.recompile()
 
 
 def _written_inputs(tep: Any) -> frozenset[int]:

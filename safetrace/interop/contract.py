@@ -32,6 +32,7 @@ from safetrace.symbolic.expr import fconst as _fconst
 from safetrace.symbolic.expr import sym as _sym
 from safetrace.symbolic import floats as F_
 from safetrace.symbolic.semantics import PY_FNS, Algebra, lower
+from safetrace.trace.graph import one_line
 
 # our ops as torch's: size arithmetic on SymInts / graph nodes (Python's semantics, as
 # ours); the math functions torch has no symbolic form of stay out (no_torch_form)
@@ -294,7 +295,9 @@ class ContractEmitter:
         return node
 
     def _assert(self, cond: Any, message: str) -> None:
-        self.conv.call(torch.ops.aten._assert_scalar.default, (cond, message),
+        # (one line without quotes: compilers paste it into C++; an input's path holds the
+        # user's dict keys)
+        self.conv.call(torch.ops.aten._assert_scalar.default, (cond, one_line(message)),
                        name="_assert_scalar")
         val = cond.meta["val"] if isinstance(cond, torch.fx.Node) else cond
         if isinstance(val, torch.SymBool) and self.conv.verify:

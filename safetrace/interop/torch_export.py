@@ -53,7 +53,8 @@ from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_und
 from safetrace.interop.lazy import fx_config, graph_signature, python_dispatch
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
-from safetrace.trace.graph import add_node, add_placeholder, add_placeholders, target_name
+from safetrace.trace.graph import (add_node, add_placeholder, add_placeholders, one_line,
+                                   target_name)
 from safetrace.trace.session import gc_paused
 from safetrace.trace.subclasses import rebuild
 
@@ -408,6 +409,8 @@ class _Converter:
     def _assert(self, node: torch.fx.Node, args: tuple) -> None:
         """Our run-time assertion becomes torch's, and a fact torch's engine may use."""
         cond, message = args
+        if type(message) is str:  # (the user's torch._check text: quotes, line breaks)
+            message = one_line(message)
         val = cond.meta["val"] if isinstance(cond, torch.fx.Node) else cond
         new = add_node(self.graph, torch.ops.aten._assert_scalar.default, (cond, message), {},
                        node.name)
