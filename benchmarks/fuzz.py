@@ -4,8 +4,8 @@ run is part of the test suite).
 Run: python benchmarks/fuzz.py --minutes N | --programs P [--seed S] [--inputs K] [--show 5]
 [--base] [--kinds raising,vmapping]  (by default the statement kinds of grammar.py, grammar_long.py,
 grammar_layout.py, grammar_ops.py, grammar_reach.py, grammar_cross.py, grammar_sweep.py and
-grammar_model.py, grammar_values.py and grammar_mixed.py; --kinds ops / reach / cross / sweep /
-model / values / mixed:
+grammar_model.py, grammar_values.py, grammar_mixed.py and grammar_gaps.py; --kinds ops / reach /
+cross / sweep / model / values / mixed / gaps:
 that module's only; --reach: the rule families the run's
 traces reached; inputs taken as forward's
 positional, keyword-only, nested-dict or list parameters, results returned as a tuple or
@@ -40,7 +40,9 @@ from tests.fuzz.grammar import KINDS, LAYOUTS, OUTS  # noqa: E402
 from tests.fuzz.grammar_cross import CROSS_KINDS  # noqa: E402
 from tests.fuzz.grammar_sweep import SWEEP_KINDS  # noqa: E402
 from tests.fuzz.grammar_layout import LAYOUT_KINDS  # noqa: E402
-from tests.fuzz.grammar_long import LONG_KINDS, reference_while_loop  # noqa: E402
+from tests.fuzz.grammar_gaps import GAP_KINDS  # noqa: E402
+from tests.fuzz.grammar_long import LONG_KINDS  # noqa: E402
+from tests.fuzz.hop_oracle import install as install_hop_oracle  # noqa: E402
 from tests.fuzz.grammar_mixed import MIXED_KINDS  # noqa: E402
 from tests.fuzz.grammar_model import MODEL_KINDS  # noqa: E402
 from tests.fuzz.grammar_ops import OPS_KINDS  # noqa: E402
@@ -80,7 +82,8 @@ def main() -> None:
     table = dict(KINDS) if opts.base else {**KINDS, **LONG_KINDS, **LAYOUT_KINDS, **OPS_KINDS,
                                                   **REACH_KINDS, **CROSS_KINDS,
                                                   **SWEEP_KINDS, **MODEL_KINDS,
-                                                  **VALUE_KINDS, **MIXED_KINDS}
+                                                  **VALUE_KINDS, **MIXED_KINDS,
+                                                  **GAP_KINDS}
     if opts.kinds == "ops":
         table = dict(OPS_KINDS)
     elif opts.kinds == "reach":
@@ -95,12 +98,14 @@ def main() -> None:
         table = dict(VALUE_KINDS)
     elif opts.kinds == "mixed":
         table = dict(MIXED_KINDS)
+    elif opts.kinds == "gaps":
+        table = dict(GAP_KINDS)
     elif opts.kinds:
         table = {k: table[k] for k in opts.kinds.split(",")}
     torch.set_num_threads(1)
     asked = _count_rules() if opts.reach else None
-    if not opts.base:   # the oracle's while_loop (torch's compiles each call: ~1 s)
-        torch._higher_order_ops.while_loop = reference_while_loop
+    if not opts.base:   # the oracle's while_loop and scan (torch's compile each call: ~1 s);
+        install_hop_oracle()   # st.export still traces the operators (tests/fuzz/hop_oracle.py)
     stats = fuzz(seed=opts.seed, n_inputs=opts.inputs, **_limit(opts),
                  torch_export_p=opts.torch_export, kinds=table,
                  layouts=("flat",) if opts.base or opts.flat else LAYOUTS,

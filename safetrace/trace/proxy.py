@@ -194,6 +194,21 @@ class SymShape(tuple):
     def __repr__(self) -> str:
         return shape_text(self)
 
+    # tuples of other lengths differ whatever their sizes: Python's tuple compares the
+    # first items before the lengths, and that asked a size question eager's answer never
+    # depends on (``x.shape == y.shape`` of ranks 1 and 4 required x0 != y0)
+    def __eq__(self, other: Any) -> Any:
+        if isinstance(other, tuple) and len(other) != len(self):
+            return False
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other: Any) -> Any:
+        if isinstance(other, tuple) and len(other) != len(self):
+            return True
+        return tuple.__ne__(self, other)
+
+    __hash__ = tuple.__hash__
+
 
 _OUTSIDE = {
     torch.Tensor.shape.__get__: lambda p: _size(p),
