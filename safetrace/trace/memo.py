@@ -248,7 +248,10 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     result.st_meta = static_meta(out_static) if epoch is None else \
         _symbolic_meta(out_static, env)
     result.st_node = node
-    if contig is not True:
+    result.st_layout = result._st_value = None  # (Proxy's slots, all set here)
+    if contig is True:
+        result.st_contig = True
+    else:
         set_layout(result, contig, None if epoch is None else env)
     if span is not None:  # (an integer arange's values, index_ranges.py: as it noted them)
         result.st_span = (stamp(result, tr), *(v if v.__class__ is int else
@@ -467,7 +470,10 @@ def _pieces(tr: Recorder, node: torch.fx.Node, statics: tuple, layout: tuple) ->
                                        out_static[1], _STRIDED, out_static[2])
         p.st_meta = static_meta(out_static)
         p.st_node = item
-        if contigs[i] is not True:
+        p.st_layout = p._st_value = None  # (Proxy's slots, all set here)
+        if contigs[i] is True:
+            p.st_contig = True
+        else:
             set_layout(p, contigs[i])
         items.append(p)
     node.meta["val"] = items if kind is list else tuple(items)
