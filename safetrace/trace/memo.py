@@ -106,18 +106,19 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     ``traced`` (which remembers it when it took the plain path); a call no key describes
     goes by its plan."""
     env = tr.env
-    checked = solid = None
+    unsure = solid = None
     if func in _STRIDE_CHECKED and args and type(args[0]) is Proxy:
-        if args[0].st_contig is not True:
+        contig = args[0].st_contig
+        if contig is not True:
             # (a view of a tensor whose layout is not known contiguous: its check replays
             # the example's strides and reads whether the line is in a `try`, neither of
             # which the key holds: a replay runs the check again, on this call's tensor
-            # and sizes)
-            checked = view_sizes(func, args, kwargs)
-            if checked is None:  # (a form the replay does not check, a dtype's: traced
-                return plan(tr, func, args, kwargs)  # anew)
-        if args[0].st_contig is not None:  # (known contiguous: in a `try`, the view
-            checked, solid = None, True     # depends on the inputs' layout, layout.py)
+            # and sizes, read by view_sizes, below; a form the replay does not check, a
+            # dtype's, is traced anew: a function of the key's types, so it is asked at a
+            # miss, and a hit's form is one its miss found checked)
+            unsure = True
+        if contig is not None:  # (known contiguous: in a `try`, the view depends on the
+            solid = True        # inputs' layout, layout.py)
     # the key: the callable, the default dtype and cudnn flag, then each argument (the node of
     # each of its tensors, in order, in `nodes`: the slots of an entry); `sym` holds the
     # env whose sizes may be keyed, then a mark for each tensor of symbolic sizes (made
@@ -171,6 +172,8 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     except KeyError:
         hit = None
     if hit is None or (tr.tracing_through and func in tr.tracing_through):
+        if unsure and view_sizes(func, args, kwargs) is None:  # (a form not checked)
+            return plan(tr, func, args, kwargs)
         return traced(tr, (key, nodes, epoch), plan, func, args, kwargs, MEMO)
     # the call made before with the same key: its node again
     if solid and not tr.strides_queried:
@@ -188,9 +191,13 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
             VIEW_CHECKS[key] = check
         if check is not None:
             check(tr, args[0])
-    if checked is not None and hit[0] is _VIEW_OP and (tr.vmapped or key not in PROVEN):
+    if unsure and not solid and hit[0] is _VIEW_OP and (tr.vmapped or key not in PROVEN):
         # (eager's view check, as the traced call ran it on its node's op; one proven from
-        # exact strides, a function of the key, is proven again for any call of that key)
+        # exact strides, a function of the key, is proven again for any call of that key:
+        # its sizes are not read then)
+        checked = view_sizes(func, args, kwargs)
+        if checked is None:  # (not met: the form is the key's, checked at its miss)
+            return plan(tr, func, args, kwargs)
         if not tr.vmapped and view_proven(args[0], checked):
             if len(PROVEN) >= _LIMIT:
                 PROVEN.clear()
