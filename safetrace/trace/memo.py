@@ -78,7 +78,8 @@ from safetrace.trace.proxy import WRAPPER, Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.source import LIBRARY_FILES, TRACES, short, stack_trace
 from safetrace.trace.symnodes import expr_node
-from safetrace.trace.memo_keys import KWARGS, LOOSE, STATE, STATE_TYPES, VIEW, argument
+from safetrace.trace.memo_keys import (KWARGS, LOOSE, PLAIN, STATE, STATE_TYPES, STRIDES,
+                                        VIEW, argument)
 from safetrace.trace.memo_values import set_layout, span_key, strided, with_layouts
 from safetrace.trace.versions import stamp
 
@@ -93,6 +94,8 @@ VIEW_CHECKS: dict[tuple, Any] = {}
 _default_dtype = torch.get_default_dtype
 _cudnn = torch._C._get_cudnn_enabled  # (F.batch_norm's body passes it on: composites.py)
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
+# (whether an iterable of types holds int alone: exact strides on static sizes, in C)
+_INTS_ONLY = frozenset((int,)).issuperset
 
 
 _VIEW_OP = torch.ops.aten.view.default
@@ -128,9 +131,15 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     sym: list | None = None
     state = tr.state
     for a in args:
-        if type(a) is Proxy and a._st_value is None and a.st_layout is None and \
-                (s := a.st_meta.static) is not None:
-            # (a proxy of static sizes, the usual argument: argument's first case, inline)
+        if type(a) is Proxy and a._st_value is None and \
+                (s := a.st_meta.static) is not None and \
+                ((lay := a.st_layout) is None or _INTS_ONLY(map(type, lay[0]))):
+            # (a proxy of static sizes, the usual argument, or a view of it with exact
+            # int strides, a transpose's: argument's first case and strides_key's answer
+            # on static sizes, inline)
+            if lay is not None:
+                parts.append(STRIDES)
+                parts.append(lay)
             if a.st_contig is not True:
                 parts.append(VIEW if a.st_contig is None else LOOSE)
             parts.append(s)
@@ -155,7 +164,18 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
         parts.append(KWARGS)
         for k, a in kwargs.items():
             parts.append(k)
-            if not argument(a, tr.state, parts, nodes, sym := sym or [
+            if (t := type(a)) in PLAIN:  # (dim=-1, eps=1e-5, is_causal=True: argument's
+                parts.append(t)          # plain case, inline)
+                parts.append(a if a or t is not float else repr(a))
+            elif t in STATE_TYPES and (node := state.get(id(a))) is not None:
+                # (F.layer_norm's weight=, F.batch_norm's: _tensor, inline, as above)
+                val = node.meta["val"]
+                if (s := val.st_meta.static) is None or val.st_contig is None:
+                    return plan(tr, func, args, kwargs)
+                parts.append(STATE)
+                parts.append(s)
+                nodes.append(node)
+            elif not argument(a, state, parts, nodes, sym := sym or [
                     env if env is not None and ACTIVE.env is env else None]):
                 return plan(tr, func, args, kwargs)
     if sym is not None and len(sym) > 1:
