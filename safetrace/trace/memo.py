@@ -157,6 +157,17 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
             parts.append(STATE)
             parts.append(s)
             nodes.append(node)
+        elif (t := type(a)) in PLAIN:  # (F.batch_norm's training, momentum, eps: as
+            parts.append(t)            # argument keys them, inline)
+            parts.append(a if a or t is not float else repr(a))
+        elif (t is tuple or t is list) and _INTS_ONLY(map(type, a)):
+            # (F.conv2d's stride and padding, a view's sizes: _sequence's key of ints)
+            inner = []
+            for x in a:
+                inner.append(int)
+                inner.append(x)
+            parts.append(t)
+            parts.append(tuple(inner))
         elif not argument(a, state, parts, nodes, sym := sym or [
                 env if env is not None and ACTIVE.env is env else None]):
             return plan(tr, func, args, kwargs)
