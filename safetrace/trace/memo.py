@@ -80,7 +80,7 @@ from safetrace.trace.source import LIBRARY_FILES, TRACES, short, stack_trace
 from safetrace.trace.symnodes import expr_node
 from safetrace.trace.memo_keys import (KWARGS, LOOSE, PLAIN, STATE, STATE_TYPES, STRIDES,
                                         VIEW, argument)
-from safetrace.trace.memo_values import set_layout, span_key, strided, with_layouts
+from safetrace.trace.memo_values import Strided, set_layout, span_key, strided, with_layouts
 from safetrace.trace.versions import stamp
 
 _LIMIT = 50_000  # entries (a few MB); the table starts again when full
@@ -272,15 +272,16 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
         raise autocast_active(short(trace), op)
     tr.n_emits += 1
     node = tr.scope.record(op, targs, tkwargs, name, trace)
+    meta = node.meta
     if tr.torch_fn is not None:
-        node.meta["torch_fn"] = tr.torch_fn
+        meta["torch_fn"] = tr.torch_fn
     if tr.nn_stack:
-        node.meta["nn_module_stack"] = tr.nn_stack
+        meta["nn_module_stack"] = tr.nn_stack
     if sizes is None:  # several results (split): a getitem node each
         return _pieces(tr, node, out_static, contig)
     # (Proxy.__new__, inline: the wrapper's sizes are the entry's)
-    result = node.meta["val"] = WRAPPER(Proxy, sizes, None, None, None, out_static[1],
-                                        _STRIDED, out_static[2])
+    result = meta["val"] = WRAPPER(Proxy, sizes, None, None, None, out_static[1],
+                                   _STRIDED, out_static[2])
     # (an entry on symbolic sizes holds its symbolic key: sizes as expressions, made
     # values of this export's env)
     result.st_meta = static_meta(out_static) if epoch is None else \
@@ -289,6 +290,9 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     result.st_layout = result._st_value = None  # (Proxy's slots, all set here)
     if contig is True:
         result.st_contig = True
+    elif contig.__class__ is Strided and epoch is None:
+        # (a transpose's exact strides on static sizes: set_layout's first case, inline)
+        result.st_contig, result.st_layout = None, (contig[0], contig[1])
     else:
         set_layout(result, contig, None if epoch is None else env)
     if span is not None:  # (an integer arange's values, index_ranges.py: as it noted them)
