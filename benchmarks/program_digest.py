@@ -57,13 +57,21 @@ def show(v: Any, depth: int = 0) -> str:
 
 def _attributes(v: Any) -> dict:
     """A value's own attributes: its instance dict's and its classes' slots' (a proxy's
-    ``st_meta`` and ``st_node`` are slots)."""
+    ``st_meta``, ``st_node``, ``st_contig``, ``st_layout``, ``_st_value`` are slots), less
+    a proxy's layout and value at their defaults (``_DEFAULTS``: class defaults before
+    they were slots, so that digests of trees before and after compare)."""
     out = dict(vars(v))
     for cls in type(v).__mro__:
         for name in cls.__dict__.get("__slots__", ()):
             if name not in out and hasattr(v, name):
                 out[name] = getattr(v, name)
+    for name, default in _DEFAULTS.items():
+        if name in out and out[name] is default:
+            del out[name]
     return out
+
+
+_DEFAULTS = {"st_contig": True, "st_layout": None, "_st_value": None}
 
 
 def digest(ep: Any) -> list[str]:

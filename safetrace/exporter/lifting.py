@@ -46,11 +46,14 @@ def lift_state(self: Any, guard: Any) -> None:
             meta = static_meta((shape, t.dtype, _CPU if t.is_cpu else t.device))
         p = WRAPPER(Proxy, meta.shape, None, None, None, meta.dtype, _STRIDED, _META)
         p.st_meta, p.st_node = meta, node
+        p.st_layout = p._st_value = None  # (Proxy's slots, all set here)
         # (exact_contiguous, inline where no size is 0 or 1: is_contiguous() has then
         # compared every stride with the row-major one)
         if not (shape is not None and 1 not in shape and 0 not in shape and
                 t.is_contiguous() and not t.storage_offset()) and not exact_contiguous(t):
             p.st_contig, p.st_strides = None, tuple(t.stride())
+        else:
+            p.st_contig = True
         own = node.meta  # (stores: a keyword dict merged in costs twice as much)
         own["val"], own["stack_trace"], own["kind"], own["target"] = p, "", kind, name
         state[id(t)] = node
@@ -90,6 +93,8 @@ def user_inputs(self: Any, leaves: list, specs: list, tracer: Any) -> list:
                 m = static_meta((shape, value.dtype, _CPU if value.is_cpu else value.device))
                 p = WRAPPER(Proxy, shape, None, None, None, m.dtype, _STRIDED, m.device)
                 p.st_meta, p.st_node = m, node
+                p.st_contig = True  # (Proxy's slots, all set here)
+                p.st_layout = p._st_value = None
             else:
                 p = Proxy(TensorMeta(shape, value.dtype, value.device), node)
             # (input_layout, is_contiguous() asked once: exact where the example's sizes

@@ -17,8 +17,8 @@ from safetrace import errors as E
 from safetrace import pytree
 from safetrace.trace.mutation import traced_elsewhere
 
-# ("p_"/"b_", module path, attribute) -> (the state's path, its placeholder's name)
-_STATE_PATHS: dict[tuple[str, str, str], tuple[str, str]] = {}
+# ("p_"/"b_", module path) -> {attribute: (the state's path, its placeholder's name)}
+_STATE_PATHS: dict[tuple[str, str], dict[str, tuple[str, str]]] = {}
 # the model's state as export reads it; a tensor of the classes named in NO_DATA is what
 # torch.export / torch.compile swap in while they trace the model
 _REAL_STATE = frozenset((torch.Tensor, torch.nn.Parameter, torch.nn.Buffer))
@@ -34,27 +34,34 @@ def state_rows(saved: list) -> tuple[list, list, list]:
     places = []  # ... and its placeholder's target
     seen: set[int] = set()
     for kind, prefix, index in _KINDS:
+        parameter = index == 2
         for entry in saved:
-            mname, mod, tensors = entry[0], entry[1], entry[index]
+            tensors = entry[index]
+            if not tensors:  # (most modules hold no buffers, a container no parameter)
+                continue
+            mname = entry[0]
+            paths_in = _STATE_PATHS.get((prefix, mname))  # (one table per module)
+            if paths_in is None:
+                if len(_STATE_PATHS) > 10_000:
+                    _STATE_PATHS.clear()
+                paths_in = _STATE_PATHS[prefix, mname] = {}
             for key, t in tensors.items():
                 if t is None:
                     continue
-                paths = _STATE_PATHS.get((prefix, mname, key))
+                paths = paths_in.get(key)
                 if paths is None:  # (the state's path and its placeholder's name)
-                    if len(_STATE_PATHS) > 100_000:
-                        _STATE_PATHS.clear()
                     full = f"{mname}.{key}" if mname else key
-                    paths = _STATE_PATHS[(prefix, mname, key)] = (
-                        full, pytree.placeholder_name(prefix + full))
+                    paths = paths_in[key] = (full, pytree.placeholder_name(prefix + full))
                 name, ph = paths
                 if type(t) not in _REAL_STATE and traced_elsewhere(t):
                     raise E.state_traced_elsewhere(f"the model's state {name!r}",
                                                    type(t).__name__)
-                if id(t) in seen:
-                    again.append((name, id(t)))
+                ident = id(t)
+                if ident in seen:
+                    again.append((name, ident))
                     continue
-                seen.add(id(t))
+                seen.add(ident)
                 places.append(ph)
-                rows.append((t, name, kind, kind == "parameter" or
-                             key not in mod._non_persistent_buffers_set))
+                rows.append((t, name, kind, parameter or
+                             key not in entry[1]._non_persistent_buffers_set))
     return rows, places, again

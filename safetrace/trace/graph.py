@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from torch.fx import Graph, Node
 from torch.fx import graph as fx_graph
+from torch.fx.immutable_collections import immutable_dict
 
 _NODE_BASE = getattr(torch._C, "_NodeBase", None)
 FAST_NODES = all(hasattr(Graph(), a) for a in ("_insert", "_graph_namespace", "_len",
@@ -36,6 +37,10 @@ FAST_NODES = all(hasattr(Graph(), a) for a in ("_insert", "_graph_namespace", "_
 NEW_NODE = Node.__new__
 INIT_NODE = _NODE_BASE.__init__ if _NODE_BASE is not None else None
 PREPEND = Node.prepend  # (graph._insert is a node's prepend unless inserting_after)
+# the kwargs of every node made here without any: fx's own ``_update_args_kwargs`` keeps an
+# empty immutable_dict as given (it makes a new one from a plain ``{}``: ~0.9k instructions
+# a node, a Python class called from C); immutable, so one is shared
+NO_KWARGS = immutable_dict()
 
 
 def add_node(graph: Graph, target: Any, args: tuple, kwargs: dict, name: str,
@@ -47,7 +52,7 @@ def add_node(graph: Graph, target: Any, args: tuple, kwargs: dict, name: str,
     unique = unique_name(ns, name)
     n = NEW_NODE(Node)
     INIT_NODE(n, graph, unique, op, target, None)
-    n._update_args_kwargs(args, kwargs or {})
+    n._update_args_kwargs(args, kwargs or NO_KWARGS)
     ns._obj_to_name[n] = unique  # (associate_name_with_obj of a new node)
     insert = graph._insert
     if getattr(insert, "__func__", None) is PREPEND:
@@ -110,7 +115,7 @@ def add_placeholders(graph: Graph, targets: list[str]) -> list[Node]:
     for target, unique in zip(targets, uniques):
         n = NEW_NODE(Node)  # (add_node's fast path, as it makes each node)
         INIT_NODE(n, graph, unique, "placeholder", target, None)
-        n._update_args_kwargs((), {})
+        n._update_args_kwargs((), NO_KWARGS)
         names[n] = unique
         at._prepend(n)
         table[n] = None
@@ -204,6 +209,7 @@ def _selfcheck() -> bool:
             type(d) is Node and d.meta == {} and d.type is None and d.op == "call_function" \
             and d.target is torch.ops.aten.neg.default and d.kwargs == {} and \
             type(d.kwargs) is type(Node(g, "k", "call_function", abs, (), {}).kwargs) and \
+            d.kwargs is NO_KWARGS and type(NO_KWARGS) is type(d.kwargs) and not NO_KWARGS and \
             len(g.nodes) == 6 and \
             g.find_nodes(op="call_function", target=torch.ops.aten.relu.default) == [a, b] \
             and g.find_nodes(op="placeholder") == [x] and \

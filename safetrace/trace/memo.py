@@ -78,8 +78,9 @@ from safetrace.trace.proxy import WRAPPER, Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.source import LIBRARY_FILES, TRACES, short, stack_trace
 from safetrace.trace.symnodes import expr_node
-from safetrace.trace.memo_keys import KWARGS, LOOSE, STATE, STATE_TYPES, VIEW, argument
-from safetrace.trace.memo_values import set_layout, span_key, strided, with_layouts
+from safetrace.trace.memo_keys import (KWARGS, LOOSE, PLAIN, STATE, STATE_TYPES, STRIDES,
+                                        VIEW, argument)
+from safetrace.trace.memo_values import Strided, set_layout, span_key, strided, with_layouts
 from safetrace.trace.versions import stamp
 
 _LIMIT = 50_000  # entries (a few MB); the table starts again when full
@@ -93,6 +94,8 @@ VIEW_CHECKS: dict[tuple, Any] = {}
 _default_dtype = torch.get_default_dtype
 _cudnn = torch._C._get_cudnn_enabled  # (F.batch_norm's body passes it on: composites.py)
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
+# (whether an iterable of types holds int alone: exact strides on static sizes, in C)
+_INTS_ONLY = frozenset((int,)).issuperset
 
 
 _VIEW_OP = torch.ops.aten.view.default
@@ -106,18 +109,19 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     ``traced`` (which remembers it when it took the plain path); a call no key describes
     goes by its plan."""
     env = tr.env
-    checked = solid = None
+    unsure = solid = None
     if func in _STRIDE_CHECKED and args and type(args[0]) is Proxy:
-        if args[0].st_contig is not True:
+        contig = args[0].st_contig
+        if contig is not True:
             # (a view of a tensor whose layout is not known contiguous: its check replays
             # the example's strides and reads whether the line is in a `try`, neither of
             # which the key holds: a replay runs the check again, on this call's tensor
-            # and sizes)
-            checked = view_sizes(func, args, kwargs)
-            if checked is None:  # (a form the replay does not check, a dtype's: traced
-                return plan(tr, func, args, kwargs)  # anew)
-        if args[0].st_contig is not None:  # (known contiguous: in a `try`, the view
-            checked, solid = None, True     # depends on the inputs' layout, layout.py)
+            # and sizes, read by view_sizes, below; a form the replay does not check, a
+            # dtype's, is traced anew: a function of the key's types, so it is asked at a
+            # miss, and a hit's form is one its miss found checked)
+            unsure = True
+        if contig is not None:  # (known contiguous: in a `try`, the view depends on the
+            solid = True        # inputs' layout, layout.py)
     # the key: the callable, the default dtype and cudnn flag, then each argument (the node of
     # each of its tensors, in order, in `nodes`: the slots of an entry); `sym` holds the
     # env whose sizes may be keyed, then a mark for each tensor of symbolic sizes (made
@@ -127,9 +131,15 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     sym: list | None = None
     state = tr.state
     for a in args:
-        if type(a) is Proxy and a._st_value is None and a.st_layout is None and \
-                (s := a.st_meta.static) is not None:
-            # (a proxy of static sizes, the usual argument: argument's first case, inline)
+        if type(a) is Proxy and a._st_value is None and \
+                (s := a.st_meta.static) is not None and \
+                ((lay := a.st_layout) is None or _INTS_ONLY(map(type, lay[0]))):
+            # (a proxy of static sizes, the usual argument, or a view of it with exact
+            # int strides, a transpose's: argument's first case and strides_key's answer
+            # on static sizes, inline)
+            if lay is not None:
+                parts.append(STRIDES)
+                parts.append(lay)
             if a.st_contig is not True:
                 parts.append(VIEW if a.st_contig is None else LOOSE)
             parts.append(s)
@@ -147,6 +157,17 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
             parts.append(STATE)
             parts.append(s)
             nodes.append(node)
+        elif (t := type(a)) in PLAIN:  # (F.batch_norm's training, momentum, eps: as
+            parts.append(t)            # argument keys them, inline)
+            parts.append(a if a or t is not float else repr(a))
+        elif (t is tuple or t is list) and _INTS_ONLY(map(type, a)):
+            # (F.conv2d's stride and padding, a view's sizes: _sequence's key of ints)
+            inner = []
+            for x in a:
+                inner.append(int)
+                inner.append(x)
+            parts.append(t)
+            parts.append(tuple(inner))
         elif not argument(a, state, parts, nodes, sym := sym or [
                 env if env is not None and ACTIVE.env is env else None]):
             return plan(tr, func, args, kwargs)
@@ -154,7 +175,18 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
         parts.append(KWARGS)
         for k, a in kwargs.items():
             parts.append(k)
-            if not argument(a, tr.state, parts, nodes, sym := sym or [
+            if (t := type(a)) in PLAIN:  # (dim=-1, eps=1e-5, is_causal=True: argument's
+                parts.append(t)          # plain case, inline)
+                parts.append(a if a or t is not float else repr(a))
+            elif t in STATE_TYPES and (node := state.get(id(a))) is not None:
+                # (F.layer_norm's weight=, F.batch_norm's: _tensor, inline, as above)
+                val = node.meta["val"]
+                if (s := val.st_meta.static) is None or val.st_contig is None:
+                    return plan(tr, func, args, kwargs)
+                parts.append(STATE)
+                parts.append(s)
+                nodes.append(node)
+            elif not argument(a, state, parts, nodes, sym := sym or [
                     env if env is not None and ACTIVE.env is env else None]):
                 return plan(tr, func, args, kwargs)
     if sym is not None and len(sym) > 1:
@@ -171,6 +203,8 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     except KeyError:
         hit = None
     if hit is None or (tr.tracing_through and func in tr.tracing_through):
+        if unsure and view_sizes(func, args, kwargs) is None:  # (a form not checked)
+            return plan(tr, func, args, kwargs)
         return traced(tr, (key, nodes, epoch), plan, func, args, kwargs, MEMO)
     # the call made before with the same key: its node again
     if solid and not tr.strides_queried:
@@ -188,9 +222,13 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
             VIEW_CHECKS[key] = check
         if check is not None:
             check(tr, args[0])
-    if checked is not None and hit[0] is _VIEW_OP and (tr.vmapped or key not in PROVEN):
+    if unsure and not solid and hit[0] is _VIEW_OP and (tr.vmapped or key not in PROVEN):
         # (eager's view check, as the traced call ran it on its node's op; one proven from
-        # exact strides, a function of the key, is proven again for any call of that key)
+        # exact strides, a function of the key, is proven again for any call of that key:
+        # its sizes are not read then)
+        checked = view_sizes(func, args, kwargs)
+        if checked is None:  # (not met: the form is the key's, checked at its miss)
+            return plan(tr, func, args, kwargs)
         if not tr.vmapped and view_proven(args[0], checked):
             if len(PROVEN) >= _LIMIT:
                 PROVEN.clear()
@@ -234,21 +272,28 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
         raise autocast_active(short(trace), op)
     tr.n_emits += 1
     node = tr.scope.record(op, targs, tkwargs, name, trace)
+    meta = node.meta
     if tr.torch_fn is not None:
-        node.meta["torch_fn"] = tr.torch_fn
+        meta["torch_fn"] = tr.torch_fn
     if tr.nn_stack:
-        node.meta["nn_module_stack"] = tr.nn_stack
+        meta["nn_module_stack"] = tr.nn_stack
     if sizes is None:  # several results (split): a getitem node each
         return _pieces(tr, node, out_static, contig)
     # (Proxy.__new__, inline: the wrapper's sizes are the entry's)
-    result = node.meta["val"] = WRAPPER(Proxy, sizes, None, None, None, out_static[1],
-                                        _STRIDED, out_static[2])
+    result = meta["val"] = WRAPPER(Proxy, sizes, None, None, None, out_static[1],
+                                   _STRIDED, out_static[2])
     # (an entry on symbolic sizes holds its symbolic key: sizes as expressions, made
     # values of this export's env)
     result.st_meta = static_meta(out_static) if epoch is None else \
         _symbolic_meta(out_static, env)
     result.st_node = node
-    if contig is not True:
+    result.st_layout = result._st_value = None  # (Proxy's slots, all set here)
+    if contig is True:
+        result.st_contig = True
+    elif contig.__class__ is Strided and epoch is None:
+        # (a transpose's exact strides on static sizes: set_layout's first case, inline)
+        result.st_contig, result.st_layout = None, (contig[0], contig[1])
+    else:
         set_layout(result, contig, None if epoch is None else env)
     if span is not None:  # (an integer arange's values, index_ranges.py: as it noted them)
         result.st_span = (stamp(result, tr), *(v if v.__class__ is int else
@@ -467,7 +512,10 @@ def _pieces(tr: Recorder, node: torch.fx.Node, statics: tuple, layout: tuple) ->
                                        out_static[1], _STRIDED, out_static[2])
         p.st_meta = static_meta(out_static)
         p.st_node = item
-        if contigs[i] is not True:
+        p.st_layout = p._st_value = None  # (Proxy's slots, all set here)
+        if contigs[i] is True:
+            p.st_contig = True
+        else:
             set_layout(p, contigs[i])
         items.append(p)
     node.meta["val"] = items if kind is list else tuple(items)

@@ -16,7 +16,7 @@ from safetrace.trace.proxy import Proxy
 
 # argument types keyed by value (a float zero by its text: -0.0 == 0.0, and the node
 # gets the first call's number)
-_PLAIN = frozenset((int, float, bool, str, type(None), torch.dtype, torch.device,
+PLAIN = frozenset((int, float, bool, str, type(None), torch.dtype, torch.device,
                     torch.layout, torch.memory_format))
 
 
@@ -36,7 +36,7 @@ class _Mark:
 # layout (a view: the layout of results follows from the arguments', layout.py); and
 # before the keyword arguments
 STATE, VIEW, KWARGS = _Mark("state"), _Mark("view"), _Mark("**")
-_STRIDES = _Mark("strides")
+STRIDES = _Mark("strides")  # (before a tensor's exact strides)
 LOOSE = _Mark("loose")  # (a tensor of layout.LOOSE: its result keeps that)
 # a program state tensor's classes (keyed inline in ``call``; others go by argument)
 STATE_TYPES = frozenset((torch.Tensor, torch.nn.Parameter))
@@ -57,7 +57,7 @@ def argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
         if a.st_layout is not None:  # (exact strides, strides.py; symbolic ones as
             if (lay := strides_key(a.st_layout, s, sym)) is None:       # expressions)
                 return False
-            parts.append(_STRIDES)
+            parts.append(STRIDES)
             parts.append(lay)
         if s is None:  # symbolic sizes: keyed by their expressions (_symbolic, inline)
             if sym[0] is None:
@@ -71,7 +71,7 @@ def argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
             parts.append(VIEW if a.st_contig is None else LOOSE)
         parts.append(s)
         nodes.append(a.st_node)
-    elif t in _PLAIN:
+    elif t in PLAIN:
         parts.append(t)
         parts.append(a if a or t is not float else repr(a))  # (-0.0 == 0.0)
     elif t is TorchSymInt:  # (a size of this export's env: its expression)
@@ -163,7 +163,7 @@ def _sequence(v: list | tuple, state: dict, nodes: list, sym: list) -> tuple | N
             if x.st_layout is not None:  # (as argument keys them)
                 if (lay := strides_key(x.st_layout, s, sym)) is None:
                     return None
-                parts.append(_STRIDES)
+                parts.append(STRIDES)
                 parts.append(lay)
             if s is None:
                 s = _symbolic(x.st_meta, sym, parts)

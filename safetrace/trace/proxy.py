@@ -88,17 +88,19 @@ def annotation(meta: TensorMeta) -> str:
 class Proxy(torch.Tensor):
     """A traced tensor: shape/dtype/device in ``st_meta``, its graph node in ``st_node``."""
 
-    # (slots: every proxy sets both, most nothing else, and reads them on every op; a
-    # slot's store makes no instance dict, and a read of it or of a class default below
-    # then looks in none; other attributes still go in the instance dict)
-    __slots__ = ("st_meta", "st_node")
+    # (slots: every proxy sets these five where it is made (``__new__``, and memo.py's and
+    # exporter/lifting.py's inline makings), and the tracer reads them on every op: a
+    # slot's read is specialized by the interpreter (~70 instructions, a class default's
+    # ~220), and its store makes no instance dict (a view's layout set in one cost ~700);
+    # the rarer attributes below still go in the instance dict)
+    __slots__ = ("st_meta", "st_node", "st_contig", "st_layout", "_st_value")
     st_meta: TensorMeta
     st_node: Any
-    _st_value: Any = None
+    st_contig: bool | str | None  # row-major (offset 0), LOOSE, None: layout.py
+    st_layout: tuple | None  # a view's exact (strides, offset 0), st_contig None: strides.py
+    _st_value: Any
     _st_value_stamp: Any = None
-    st_contig: bool | str | None = True  # row-major (offset 0), LOOSE, None: layout.py
     st_strides: tuple | None = None  # a real tensor's strides (state, an input's example)
-    st_layout: tuple | None = None  # a view's exact (strides, offset 0), st_contig None: strides.py
 
     def __round__(self, ndigits: Any = None) -> Any:
         # eager's own error for round(tensor) (torch.Tensor has no __round__), not one
@@ -117,6 +119,8 @@ class Proxy(torch.Tensor):
         self = WRAPPER(cls, sizes, None, None, None, meta.dtype, _STRIDED, meta.device)
         self.st_meta = meta
         self.st_node = node
+        self.st_contig = True
+        self.st_layout = self._st_value = None
         return self  # (no Python __init__: torch's accepts the arguments, one call less)
 
     @property

@@ -16,8 +16,8 @@ from typing import Any, Callable
 import torch.fx.traceback as fx_traceback
 from torch.fx import Graph, Node
 
-from safetrace.trace.graph import (FAST_NODES, INIT_NODE, NEW_NODE, PREPEND, SPLITS,
-                                   unique_name)
+from safetrace.trace.graph import (FAST_NODES, INIT_NODE, NEW_NODE, NO_KWARGS, PREPEND,
+                                   SPLITS, unique_name)
 
 
 class Scope:
@@ -74,7 +74,7 @@ class Scope:
                 unique = unique_name(ns, name)
             node = NEW_NODE(Node)  # (graph.py's add_node, inline)
             INIT_NODE(node, self.graph, unique, "call_function", target, None)
-            node._update_args_kwargs(args, kwargs)
+            node._update_args_kwargs(args, kwargs or NO_KWARGS)  # (graph.NO_KWARGS)
             self._names[node] = unique
             insert = self.graph._insert  # (read each time: inserting_before changes it)
             if insert.__class__ is MethodType and insert.__func__ is PREPEND:
