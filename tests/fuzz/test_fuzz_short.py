@@ -424,13 +424,13 @@ def _gap_run(seed, programs, n_inputs, monkeypatch):
     return stats
 
 
-def test_gap_kinds_find_no_wrong_result_or_crash(monkeypatch):   # (~2 s: a small sample)
+def test_gap_kinds_find_no_wrong_result_or_crash(monkeypatch):   # (~3 s: a small sample)
     """grammar_gaps' kinds (session 33): sizes read from data in views and split sections,
     reduction dims from sizes, Python scalars from sizes, shape tuples in control flow,
     scan / map, size-1 batch matmuls, tensors held as values (``nonzero(as_tuple=True)``
     of ``torch.tensor(sizes)``: a wrong result before)."""
-    stats = _gap_run(33, 10, 4, monkeypatch)
-    assert stats.counts["exported"] >= 6, stats.line()
+    stats = _gap_run(33, 5, 3, monkeypatch)
+    assert stats.counts["exported"] >= 3, stats.line()
 
 
 @pytest.mark.slow   # (~20 s)
