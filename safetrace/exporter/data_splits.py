@@ -90,6 +90,7 @@ def _join(ep: ExportedProgram, other: ExportedProgram, test: str,
     env_map = {by_name[spec.name]: ph for spec, ph in zip(inputs, phs) if spec.name in by_name}
     for n in reads:
         env_map[n] = g.node_copy(n, env_map.__getitem__)
+    _unsettled_reads([env_map[n] for n in reads], g, env, env_of(other.graph))
     pred = env_map[check.args[0]]
     if ranges:
         _assert_ranges(g, ep, inputs, phs, pred, ranges, test)
@@ -154,6 +155,70 @@ def _own_sizes(vals: list, graph: torch.fx.Graph, reads: list, env: object) -> l
             v = renamed(v)
         out.append(v)
     return out
+
+
+def _unsettled_reads(copies: list, g: torch.fx.Graph, env: object, other_env: object) -> None:
+    """The top graph's copies of the ops the test reads, with each size read from data
+    that the general side's trace settled to one value (``u0 >= 2`` asserted, and at most
+    2 rows: ``torch.unique`` of two values) as a new size over both sides' ranges.  The
+    general side's metadata holds its own answer (``f32[2]``, a size query ``2``, the test
+    ``True``); saved, the top graph recorded them and the loaded program refused the data
+    taking the other side, the example's too (fuzz seed 3308).  Sizes, size queries and
+    comparisons of them are given their values again; any other op reading a settled size
+    keeps the assert (``Unsplittable``)."""
+    inputs = set().union(*(_symbols(n.meta.get("val")) for n in g.nodes
+                           if n.op == "placeholder"))
+    new: dict = {}
+    for n in copies:
+        for name in _symbols(n.meta.get("val")) - inputs:
+            r = env.bounds(sym(name))
+            if name in new or r.lo != r.hi:
+                continue
+            o = other_env.bounds(sym(name)) if other_env is not None else r
+            lo, hi = min(r.lo, o.lo), max(r.hi, o.hi)
+            if lo == hi:
+                continue
+            new[name] = env.new_unbacked(lo=None if lo == -math.inf else int(lo),
+                                         hi=None if hi == math.inf else int(hi),
+                                         origin="a size read from data, before a data split")
+    if not new:
+        return
+    touched: set = set()
+
+    def renamed(v: object) -> object:
+        if isinstance(v, (tuple, list)):
+            return type(v)(renamed(x) for x in v)
+        if isinstance(v, Proxy):
+            m = v.st_meta
+            shape = tuple(renamed(d) for d in m.shape)
+            return v if all(a is b for a, b in zip(shape, m.shape)) else \
+                Proxy(type(m)(shape, m.dtype, m.device), v.st_node)
+        e = getattr(v, "expr", None)
+        if e is None or not {str(x) for x in to_expr(e).free_symbols} & set(new):
+            return v
+        return make_int(substitute(to_expr(e), lambda x: new.get(x.name)), env)
+
+    for n in copies:
+        val = n.meta.get("val")
+        reads_touched = any(a in touched for a in n.all_input_nodes)
+        if is_size_fn(n) and n.target is torch.ops.aten.sym_size.int and reads_touched:
+            src = n.args[0].meta["val"]
+            val = src.st_meta.shape[n.args[1]] if isinstance(src, Proxy) else None
+        elif n.target in _COMPARE and reads_touched:
+            ops = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in n.args]
+            ops = [getattr(v, "expr", v) for v in ops]
+            if len(ops) != 2 or not all(isinstance(v, (int, Expr)) for v in ops):
+                raise Unsplittable("the size test compares something other than sizes")
+            val = make_bool(_COMPARE[n.target](*ops), env)
+        elif reads_touched and n.target is not operator.getitem:
+            raise Unsplittable(f"{n.name} reads a size the general side settled")
+        else:
+            val = renamed(val)
+        if val is None:
+            raise Unsplittable(f"{n.name}'s size is not a tensor's")
+        if val is not n.meta.get("val"):
+            touched.add(n)
+            n.meta["val"] = val
 
 
 def _symbols(val: object) -> set:

@@ -20,6 +20,7 @@ from safetrace.rules.common import (broadcast_shapes, check, either, is_empty, n
 from safetrace.rules.reductions import norm_result_dtype, reduce_shape, vector_norm
 from safetrace.rules.pointwise import castable, same_shape
 from safetrace.rules.registry import rule
+from safetrace.symbolic import SymInt
 
 aten = torch.ops.aten
 
@@ -418,6 +419,25 @@ def parse_subscripts(op: str, text: str, ndim: int, index: int) -> list[str]:
     return list(text)
 
 
+def _summed_labels(labels: list[list[str]], rhs: str | None) -> set:
+    """Labels of several operands that the output lacks (`rhs`: the explicit output, None:
+    the implicit one, which has the labels of one operand only)."""
+    seen: dict[str, int] = {}
+    for labs in labels:
+        for lab in set(labs) - {ELLIPSIS}:
+            seen[lab] = seen.get(lab, 0) + 1
+    shared = {lab for lab, n in seen.items() if n > 1}
+    return shared - set(rhs) if rhs is not None else shared
+
+
+def _derived(a: Any, b: Any) -> bool:
+    """Two sizes of a label, one an expression of sizes (``min(n, numel)`` of a slice), not
+    both numbers or bare Dims: their broadcast is asked as eager's requirement (a == 1, b ==
+    1 or a == b: exact at 0 and 1 too), not as a broadcast that assumes a == b there; bare
+    Dims keep the broadcast's question (its fix names the relation: m = n)."""
+    return any(isinstance(x, SymInt) and x.expr.op != "sym" for x in (a, b))
+
+
 def label_order(label: str) -> int:
     """torch sorts implicit output labels A-Z before a-z."""
     return ord(label) - ord("A") if label.isupper() else 26 + ord(label) - ord("a")
@@ -454,6 +474,7 @@ def einsum(equation: str, tensors: Sequence[TensorMeta], *,
 
     # sizes: one per label (a broadcast over operands), and the ellipsis dims right-aligned
     size: dict[str, Any] = {}
+    summed = _summed_labels(labels, rhs if arrow else None)
     ell_shapes = []
     for i, (labs, t) in enumerate(zip(labels, tensors)):
         own: dict[str, Any] = {}
@@ -471,6 +492,11 @@ def einsum(equation: str, tensors: Sequence[TensorMeta], *,
         for lab, s in own.items():
             if lab not in size:
                 size[lab] = s
+            elif lab in summed and _derived(size[lab], s):
+                # summed away: its size is not the output's, only eager's requirement
+                check(either((size[lab] == 1, s == 1, size[lab] == s)), op,
+                      f"einsum(): operands do not broadcast with remapped shapes "
+                      f"(subscript {lab}: {size[lab]} and {s})")
             else:
                 size[lab] = broadcast_shapes((size[lab],), (s,), op=op)[0]
     ell_shape = broadcast_shapes(*ell_shapes, op=op)

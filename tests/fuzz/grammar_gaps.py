@@ -22,6 +22,12 @@ other grammars drew little or not at all (session 33):
   bmm1        matmul broadcasting with batch dims of size 1 (``a[:1] @ a.mT``,
               ``a.unsqueeze(1) @ a.unsqueeze(0).mT``), ``bmm`` / ``baddbmm`` / ``F.linear`` /
               ``einsum`` of such operands
+  constvals   tensors the trace holds as values (``torch.tensor([n, m])``, ``torch.tensor(x.shape)``)
+              through calls whose Python signature is not their ATen op's: ``nonzero`` /
+              ``where`` of one argument, ``unique`` / ``sort`` / ``max`` with flags and several
+              results, ``split`` / ``tensor_split`` / ``meshgrid`` / ``bucketize`` /
+              ``searchsorted`` / ``histc``, values read back as sizes (``int``, ``.item()``,
+              ``tolist``)
 
 Each is deterministic per seed (the rng the engine hands it). The oracle runs
 ``reference_scan`` for torch's scan (torch's compiles each call: about 1 s).
@@ -272,7 +278,65 @@ def bmm1(rng, env, v):
     return rng.choice(forms)
 
 
-GAP_KINDS = {f.__name__: f for f in (ddviews, sizedims, pyscalars, shapeflow, hopscan, bmm1)}
+def constvals(rng, env, v):
+    """Tensors the trace holds as values (made from sizes) through ops whose Python
+    signature is not their ATen op's (keyword flags, tuples, several results)."""
+    a, b = _two(rng, env)
+    if a is None:
+        return None
+    n, _ = _bsize(rng, env, a)
+    m, _ = _bsize(rng, env, b)
+    k = f"_c{v}"
+    src = rng.choice([f"torch.tensor([{n}, {m}, 3, {n}])", f"torch.tensor({a}.shape)",
+                      f"torch.as_tensor({a}.shape)", f"torch.tensor([{n}, 0, {m}]).float()",
+                      f"torch.tensor([[{n}, 1], [{m}, 0]])", f"torch.tensor({n} - {m})",
+                      f"torch.arange(4) * {n} % 3", f"{a}.new_tensor([{n}, {m}])"])
+    head = f"{k} = {src}\n"
+    w = v + "a"
+    forms = [
+        f"{v} = torch.where({k} > 0)[0]", f"{v} = torch.where({k} > 1, {k}, -{k})",
+        f"{v} = {k}.nonzero(as_tuple=True)[-1]", f"{v} = torch.nonzero({k}, as_tuple=False)",
+        f"{v}, {w} = torch.unique({k}, return_inverse=True)",
+        f"{v}, {w} = torch.unique({k}.flatten(), return_counts=True, sorted=True)",
+        f"{v} = torch.unique_consecutive({k}.flatten(), return_counts=True)[1]",
+        f"{v}, {w} = {k}.flatten().sort(descending=True, stable=True)",
+        f"{v} = {k}.flatten().topk(2, largest=False).values",
+        f"{v}, {w} = {k}.flatten().max(0, keepdim=True)",
+        f"{v} = {k}.flatten().argsort(descending=True)",
+        f"{v} = {k}.flatten().split([1, {k}.numel() - 1])[1]",
+        f"{v} = torch.tensor_split({k}.flatten(), 2)[0]",
+        f"{v} = {k}.flatten().cumsum(0, dtype=torch.float32)",
+        f"{v} = torch.atleast_2d({k}) * 1", f"{v}, {w} = torch.meshgrid({k}.flatten(), "
+        f"{k}.flatten()[:2], indexing='ij')",
+        f"{v} = torch.cartesian_prod({k}.flatten()[:2], {k}.flatten())",
+        f"{v} = torch.bucketize({k}.flatten(), torch.tensor([0, 2, 4]), right=True)",
+        f"{v} = torch.searchsorted(torch.tensor([0, 1, 3, 7]), {k}.flatten(), side='right')",
+        f"{v} = torch.histc({k}.float(), bins=4, min=0, max=8)",
+        f"{v} = torch.diff({k}.flatten(), prepend={k}.flatten()[:1])",
+        f"{v} = {k}.float().std(unbiased=False).reshape(1)",
+        f"{v} = torch.round({k}.float() / 3, decimals=1)",
+        f"{v} = {k}.float().nan_to_num(nan=1.0).norm(p=1).reshape(1)",
+        f"{v} = torch.count_nonzero({k}, dim=0)",
+        f"{v} = {a}.flatten()[:1] * {k}.flatten().sum()" if env[a].numel() else
+        f"{v} = {a} * {k}.sum()",
+        f"{v} = torch.ones(int({k}.abs().sum()) % 7)",
+        f"{v} = torch.ones(sum({k}.flatten().tolist()) % 5)",
+        f"{v} = torch.zeros({k}.flatten().abs().max().item() % 4 + 1)",
+        f"{v} = {a} * {k}.flatten()[-1]",
+        f"{v} = torch.full_like({k}, {n}).float()",
+        f"{v} = torch.broadcast_tensors({k}.flatten()[:1], {a})[0].float()",
+        f"{v} = {k}.flatten().float().kthvalue(1).values.reshape(1)",
+        f"{v} = {k}.flatten().float().median().reshape(1)",
+        f"{v} = {k}.flatten().float().mode().values.reshape(1)",
+        f"{v} = {k}.flatten().bincount()",
+        f"{v} = {k}.flatten().abs().repeat_interleave(2)",
+        f"{v} = {k}.flatten().float().quantile(0.5).reshape(1)",
+    ]
+    return head + rng.choice(forms)
+
+
+GAP_KINDS = {f.__name__: f for f in (ddviews, sizedims, pyscalars, shapeflow, hopscan, bmm1,
+                                     constvals)}
 
 
 def reference_scan(combine_fn, init, xs, *, dim=0, reverse=False, additional_inputs=()):

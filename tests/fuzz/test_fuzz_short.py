@@ -107,9 +107,12 @@ def test_long_run_kinds_find_no_wrong_result_or_crash(monkeypatch):
     vmap, builtin max/min, writes through views, cond/while_loop, size splits)."""
     import torch
 
-    from tests.fuzz.grammar_long import LONG_KINDS, reference_while_loop
+    from tests.fuzz.grammar_long import LONG_KINDS
+    from tests.fuzz.hop_oracle import references
 
-    monkeypatch.setattr(torch._higher_order_ops, "while_loop", reference_while_loop)
+    # eager runs the references, st.export traces torch's operators (hop_oracle.py)
+    for name, fn in references().items():
+        monkeypatch.setattr(torch._higher_order_ops, name, fn)
     stats = fuzz(seed=12, programs=150, n_inputs=12, kinds={**KINDS, **LONG_KINDS},
                  avoid=OPEN)
     bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
@@ -401,5 +404,37 @@ def test_mixed_kinds_find_no_wrong_result_or_crash():   # (~1-2 s: a small defau
 @pytest.mark.slow   # (~15 s)
 def test_mixed_kinds_longer_run():
     stats = _mixed_run(3211, 80, 10)
+    assert stats.counts["exported"] >= 60, stats.line()
+    assert stats.counts["over_rejection"] * 200 <= stats.counts["inputs"], stats.line()
+
+
+def _gap_run(seed, programs, n_inputs, monkeypatch):
+    import torch
+
+    from tests.fuzz.grammar import LAYOUTS, OUTS
+    from tests.fuzz.grammar_gaps import GAP_KINDS
+    from tests.fuzz.hop_oracle import references
+
+    for name, fn in references().items():   # eager's scan in Python; st.export traces it
+        monkeypatch.setattr(torch._higher_order_ops, name, fn)
+    stats = fuzz(seed=seed, programs=programs, n_inputs=n_inputs, kinds=dict(GAP_KINDS),
+                 layouts=LAYOUTS, outs=OUTS)
+    bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
+    assert not bad, stats.line() + "\n\n" + "\n".join(bad)
+    return stats
+
+
+def test_gap_kinds_find_no_wrong_result_or_crash(monkeypatch):   # (~3 s: a small sample)
+    """grammar_gaps' kinds (session 33): sizes read from data in views and split sections,
+    reduction dims from sizes, Python scalars from sizes, shape tuples in control flow,
+    scan / map, size-1 batch matmuls, tensors held as values (``nonzero(as_tuple=True)``
+    of ``torch.tensor(sizes)``: a wrong result before)."""
+    stats = _gap_run(33, 5, 3, monkeypatch)
+    assert stats.counts["exported"] >= 3, stats.line()
+
+
+@pytest.mark.slow   # (~20 s)
+def test_gap_kinds_longer_run(monkeypatch):
+    stats = _gap_run(3306, 80, 10, monkeypatch)
     assert stats.counts["exported"] >= 60, stats.line()
     assert stats.counts["over_rejection"] * 200 <= stats.counts["inputs"], stats.line()

@@ -37,9 +37,16 @@ def nonzero(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``nonzero(m, as_tuple=True)``: the columns of ``nonzero(m)`` (a 0-dim m counts as
     1-dim, as in eager), each of the data-dependent length."""
     kwargs = dict(kwargs)
-    if not kwargs.pop("as_tuple", False) or not isinstance(args[0], Proxy):
+    if not kwargs.pop("as_tuple", False):
         return tr.redispatch(func, args, kwargs, handlers=False)
     x = args[0]
+    if not isinstance(x, Proxy):
+        # a constant or state (``torch.tensor(sizes) > 0``): the same columns by the calls'
+        # own plans (nonzero without as_tuple gave its 2-d result: a wrong value)
+        if x.dim() == 0:
+            x = tr.redispatch(torch.reshape, (x, (1,)), {})
+        rows = tr.redispatch(torch.nonzero, (x,), {})
+        return tuple(tr.redispatch(torch.unbind, (rows, 1), {}))
     if x.st_meta.ndim == 0:
         x = tr.emit(aten.reshape.default, (x, [1]), {})
     rows = tr.emit(aten.nonzero.default, (x,), {})
