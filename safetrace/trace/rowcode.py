@@ -68,8 +68,9 @@ class RowCode:
                 sets.append(f"{place} = {name('R', replacement)}")
                 puts.append(f"{place} = {local}")
         tests = []
-        for module_name, module in modules:
-            tests.append(f"_MODULES.get({module_name!r}) is not {name('M', module)}")
+        for module_name, module in modules:  # (a module gone: KeyError, as a row gone)
+            tests.append(f"{module_name!r} in _MODULES" if module is None else
+                         f"_MODULES[{module_name!r}] is not {name('M', module)}")
         for space, attr, value in attributes:
             local = row_of.get((id(space), attr))
             if local is not None:  # (a row's original, read above)
@@ -80,10 +81,11 @@ class RowCode:
         source = "\n".join((
             "def enter():",
             "    try:",
-            *(f"        {line}" for line in reads or ["pass"]),
+            *(f"        {line}" for line in reads),
+            *((f"        if {' or '.join(tests)}:", "            return None") if tests
+              else ("        pass",)),
             "    except (KeyError, AttributeError):",
             "        return None",
-            *((f"    if {' or '.join(tests)}:", "        return None") if tests else ()),
             "    try:",
             *(f"        {line}" for line in sets or ["pass"]),
             "    except BaseException:",

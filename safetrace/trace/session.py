@@ -150,6 +150,7 @@ def _run(calls: Any) -> None:
 
 
 _BULK: list[_Held] = []  # the session holding its table in bulk (at most one)
+_NONE: list = []  # (the originals of no user-code rows: never changed)
 
 
 def _install(more: list[Patch]) -> _Held:
@@ -174,16 +175,17 @@ def _install(more: list[Patch]) -> _Held:
             except BaseException:  # (an attribute that cannot be set: none stays set)
                 _put_back(rows, originals)
                 raise
-        held = _Held(rows, code, originals, more, None)
-        try:
-            held.more_originals = [getattr(owner, attr) for owner, attr, _ in more]
-            for owner, attr, replacement in more:
-                setattr(owner, attr, replacement)
-        except BaseException:
-            if held.more_originals is not None:
-                _put_back(more, held.more_originals)
-            _put_back_rows(held)
-            raise
+        held = _Held(rows, code, originals, more, _NONE)
+        if more:
+            try:
+                held.more_originals = [getattr(owner, attr) for owner, attr, _ in more]
+                for owner, attr, replacement in more:
+                    setattr(owner, attr, replacement)
+            except BaseException:
+                if held.more_originals is not _NONE:
+                    _put_back(more, held.more_originals)
+                _put_back_rows(held)
+                raise
         _BULK.append(held)
         return held
 
