@@ -52,6 +52,9 @@ class GlobalCaches:
         self.sizes, self.spaces = [], []
         for ns in namespaces(self.model, self.fn, self.walk):
             found = _values(ns)
+            if not found:  # (the usual namespace: no container, no lru cache)
+                self.spaces.append((ns, ns.copy(), ()))
+                continue
             # each container and lru cache with its size: one that grew is looked at after
             self.sizes += [(c, len(c) if isinstance(c, _CONTAINERS)
                             else c.cache_info().currsize) for c in found]
