@@ -316,6 +316,13 @@ class _GcPaused:
 
 
 _GC_PAUSED = _GcPaused()  # (its state is _GC's: one object serves every export)
+_ENTERED = [0]  # sessions entered so far, on any thread
+
+
+def sessions_entered() -> int:
+    """How many export sessions were entered so far, on any thread: the same number at two
+    points means no export ran forward in between."""
+    return _ENTERED[0]
 
 
 def gc_paused() -> _GcPaused:
@@ -431,6 +438,7 @@ class ExportSession:
         return _provided() + pycalls.code_patches(self.model, self.fn, self.walk)
 
     def __enter__(self) -> ExportSession:
+        _ENTERED[0] += 1  # (not atomic: two threads entering at once still change it)
         self._modes = _snapshot()
         # the generator's seed changes when the traced code seeds it (nothing is allocated)
         self._seed = torch.default_generator.initial_seed()
