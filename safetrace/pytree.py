@@ -101,12 +101,13 @@ def flatten_inputs(fn: Callable, args: tuple, kwargs: dict,
     if params is None:
         params = positional_names(fn, len(args))
     # (by exact type in one pass in C first: plain tensors and constants)
-    if all(map(_PLAIN_TYPES.__contains__, map(type, (*args, *kwargs.values())))) or all(
+    if _PLAIN_TYPES.issuperset(map(type, args)) and (
+            not kwargs or _PLAIN_TYPES.issuperset(map(type, kwargs.values()))) or all(
             isinstance(a, _SIMPLE) for a in args) and all(
             isinstance(v, _SIMPLE) for v in kwargs.values()):
         # Common case, no containers: the paths are the argument names.
         spec = _plain_spec(args, kwargs)
-        return list(zip(params, args)) + list(kwargs.items()), spec
+        return [*zip(params, args), *kwargs.items()], spec
     leaves, spec = pytree.tree_flatten_with_path((args, kwargs))
     out = []
     for path, leaf in leaves:
@@ -132,7 +133,8 @@ _SIMPLE = (torch.Tensor, *CONSTANT_LEAVES)  # (flatten_inputs' leaves that need 
 
 
 def _plain_spec(args: tuple, kwargs: dict) -> Any:
-    key = (tuple(map(type, args)), tuple(kwargs), tuple(map(type, kwargs.values())))
+    key = (tuple(map(type, args)), tuple(kwargs), tuple(map(type, kwargs.values()))) \
+        if kwargs else (tuple(map(type, args)), (), ())
     spec = _PLAIN_SPECS.get(key)
     if spec is None:
         spec = pytree.tree_flatten((args, kwargs))[1]

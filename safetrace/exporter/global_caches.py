@@ -27,6 +27,7 @@ import torch
 from safetrace.exporter.snapshot import ABSENT, CONTENTS, items_changed, plain_item
 from safetrace.exporter.user_spaces import label, namespaces
 from safetrace.trace.proxy import Proxy
+from safetrace.trace.session import sessions_entered
 
 _CONTAINERS = (dict, list, set)
 _KINDS = (*_CONTAINERS, functools._lru_cache_wrapper)  # (what is scanned and cleaned)
@@ -42,7 +43,7 @@ _NAMES: dict[tuple[int, int], tuple[str, ...]] = {}
 class GlobalCaches:
     """Around one export: clean the caches of the model's modules afterwards."""
 
-    __slots__ = ("model", "fn", "walk", "sizes", "spaces")
+    __slots__ = ("model", "fn", "walk", "sizes", "spaces", "quiet")
 
     def __init__(self, model: Any, fn: Any, walk: Any = None) -> None:
         self.model, self.fn = model, fn
@@ -50,8 +51,13 @@ class GlobalCaches:
 
     def __enter__(self) -> GlobalCaches:
         self.sizes, self.spaces = [], []
+        self.quiet = -1  # (changes(): sessions_entered() when it found every namespace as
+        # it was, which no export changed since while the number is the same)
         for ns in namespaces(self.model, self.fn, self.walk):
             found = _values(ns)
+            if not found:  # (the usual namespace: no container, no lru cache)
+                self.spaces.append((ns, ns.copy(), ()))
+                continue
             # each container and lru cache with its size: one that grew is looked at after
             self.sizes += [(c, len(c) if isinstance(c, _CONTAINERS)
                             else c.cache_info().currsize) for c in found]
@@ -69,9 +75,11 @@ class GlobalCaches:
         dict/list/set whose items changed (plain items only: numbers, strings, tensors)."""
         found: list = []
         same = operator.is_
+        entered, quiet = sessions_entered(), True
         for ns, before, copies in self.spaces:
             # (values by identity: a name rebound shows; keys need no look of their own)
             if len(ns) != len(before) or not all(map(same, ns.values(), before.values())):
+                quiet = False
                 owner = None
                 for k, v in ns.items():
                     old = before.get(k, ABSENT)
@@ -88,10 +96,14 @@ class GlobalCaches:
                     name = next((k for k, v in ns.items() if v is c), "?")
                     found.append((f"{_GLOBAL}{label(ns)}.{name}", c, CONTENTS,
                                   items, c.copy()))
+        if quiet:
+            self.quiet = entered
         return found
 
     def __exit__(self, *exc: Any) -> None:
-        for ns, before, _ in self.spaces:  # (`global N; N = x.shape[0]`: N as it was)
+        # (`global N; N = x.shape[0]`: N as it was; no look where changes() found every
+        # namespace as it was and no export ran forward since: no traced value got there)
+        for ns, before, _ in self.spaces if self.quiet != sessions_entered() else ():
             if len(ns) != len(before) or not all(map(operator.is_, ns.values(),
                                                      before.values())):
                 for k in [k for k, v in ns.items() if _traced(v)]:

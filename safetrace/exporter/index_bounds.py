@@ -41,6 +41,7 @@ _INDEXING = {
     aten.index_put.default: (1, None, 2), aten.index_put_.default: (1, None, 2),
     aten.index.Tensor: (1, None, 2),
 }
+_INDEXING_IDS = frozenset(map(id, _INDEXING))  # (calls_any's test: no target hashed)
 _OFFSET = {aten.add.Tensor, aten.sub.Tensor, aten.add.Scalar, aten.sub.Scalar,
            operator.add, operator.sub}
 _COPY = {aten.to.dtype, aten.to.device, aten.to.dtype_layout, aten._to_copy.default,
@@ -53,7 +54,7 @@ _INTS = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 def index_relations(graph: Any) -> list[tuple[Expr, Expr, Any, str]]:
     """(number of indices, the most that fit, the op's node, a description) for each
     indexing op of `graph` whose distinct indices must lie in a dim."""
-    if not calls_any(graph, _INDEXING):  # (no indexing op at all, the usual case)
+    if not calls_any(graph, _INDEXING, _INDEXING_IDS):  # (no indexing op, the usual case)
         return []
     out = []
     for node in graph.nodes:

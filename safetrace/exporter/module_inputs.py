@@ -96,11 +96,14 @@ def _copy_with(module: torch.nn.Module, new: dict[int, Any], done: dict) -> torc
 
 
 _PLAIN = (torch.Tensor, int, float, bool, str, type(None))
+_PLAIN_EXACT = frozenset((*_PLAIN, torch.nn.Parameter))  # (by exact type: one pass in C)
 
 
 def module_types(args: tuple, kwargs: dict) -> set[type]:
     """The module classes among the inputs (none without a walk for plain inputs)."""
-    if all(isinstance(a, _PLAIN) for a in args) and all(
+    if _PLAIN_EXACT.issuperset(map(type, args)) and (
+            not kwargs or _PLAIN_EXACT.issuperset(map(type, kwargs.values()))) or all(
+            isinstance(a, _PLAIN) for a in args) and all(
             isinstance(v, _PLAIN) for v in kwargs.values()):
         return set()
     # (a module is a leaf here even while another thread's export has its class registered)

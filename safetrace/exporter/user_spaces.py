@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from safetrace.trace.rewrite import code_names, original_code
-from safetrace.trace.usercode import held_in
+from safetrace.trace.usercode import classes_of, held_in
 
 _LIMIT = 2_000  # functions followed from one root (a larger closure is cut there)
 _INSTALLED = tuple(sorted({os.path.join(os.path.realpath(p), "")
@@ -64,7 +64,7 @@ def namespaces(model: Any, fn: Any, walk: Any = None) -> list[dict]:
     spaces: dict[int, dict] = {}
     if walk is None:
         walk = [("", m) for m in model.modules()] if isinstance(model, torch.nn.Module) else []
-    classes = {type(m) for _, m in walk}
+    classes = classes_of(walk)
     for m, held in held_in(walk):  # code set on an instance (``model.cb = utils.step``, a hook)
         where = f"{type(m).__module__}:{type(m).__qualname__}"
         for ns in _of_instance(held, where):

@@ -129,12 +129,16 @@ def add_placeholders(graph: Graph, targets: list[str]) -> list[Node]:
 _PLACEHOLDER_RUNS: dict[tuple, tuple] = {}
 
 
-def calls_any(graph: Graph, targets: Any) -> bool:
-    """Whether `graph` has a call_function node of one of `targets`: read from fx's table
-    of the graph's nodes by target, without a walk of every node."""
+def calls_any(graph: Graph, targets: Any, ids: frozenset) -> bool:
+    """Whether `graph` has a call_function node of one of `targets` (`ids`: their ids):
+    read from fx's table of the graph's nodes by (op, target), without a walk of every
+    node, and without hashing a target (an OpOverload's hash is a Python call: a lookup
+    per target cost more than a pass over the table's few keys)."""
     if FAST_NODES:
-        table = graph._find_nodes_lookup_table.table
-        return any(table.get(("call_function", t)) for t in targets)
+        for (_, target), nodes in graph._find_nodes_lookup_table.table.items():
+            if nodes and id(target) in ids:  # (keys of other ops: (op, None))
+                return True
+        return False
     return any(graph.find_nodes(op="call_function", target=t, sort=False) for t in targets)
 
 

@@ -39,6 +39,7 @@ from safetrace.errors import seeded_generator
 from safetrace.trace import asserts, hops, pycalls, pyhelpers, scripted, shims, vmapping
 from safetrace.trace.current import enter_session, exporting, leave_session
 from safetrace.trace.handlers.collectives import load_when_grouped
+from safetrace.trace.rowcode import RowCode
 from safetrace.trace.torch_own import Originals
 
 Patch = tuple[Any, str, Any]  # (owner, attribute, replacement)
@@ -120,51 +121,18 @@ def _compiler_patches() -> list[Patch]:
 
 
 class _Held:
-    """What one session installed: at first the whole table at once (``bulk``, while no
-    other session holds anything: one pass to read the originals, one to set, one to
-    restore); once another session enters, its entries become counted slots (``keys``)."""
+    """What one session installed: at first its rows at once (``bulk``, while no other
+    session holds anything: the providers' rows by the kept table's generated code when
+    there is one, ``trace/rowcode.py``, the user-code rows after them); once another
+    session enters, its entries become counted slots (``keys``)."""
 
-    __slots__ = ("patches", "originals", "keys")
+    __slots__ = ("rows", "code", "originals", "more", "more_originals", "keys")
 
-    def __init__(self, patches: _Table, originals: tuple[tuple, list] | None,
-                 keys: list | None) -> None:
-        self.patches, self.originals, self.keys = patches, originals, keys
-
-
-class _Table:
-    """A table of patches as columns, so that it is read, set and restored by ``map`` over
-    builtins: no Python loop per entry.  The rows on a plain module (``torch.cond``) are
-    kept apart as (namespace, attribute, replacement): for such a module ``setattr`` and
-    ``getattr`` of an attribute its namespace holds are that namespace's item write and
-    read, which ``operator.setitem``/``getitem`` make for about a third fewer
-    instructions; the other rows (a class's ``__call__``, a function's ``__code__``) go
-    through ``setattr``."""
-
-    __slots__ = ("rows", "modules", "spaces", "names", "values", "owners", "attrs",
-                 "replacements", "base", "known")
-
-    def __init__(self, rows: list[Patch], base: _Table | None = None) -> None:
-        plain = [_spaced(owner, attr) for owner, attr, _ in rows]
-        modules, names, values = _columns([row for row, p in zip(rows, plain) if p])
-        owners, attrs, replacements = _columns([row for row, p in zip(rows, plain) if not p])
-        spaces = tuple(map(vars, modules))
-        if base is not None:  # (after the rows of `base`, whose columns are kept)
-            rows = base.rows + rows
-            modules, names, values = (base.modules + modules, base.names + names,
-                                      base.values + values)
-            spaces = base.spaces + spaces
-            owners, attrs, replacements = (base.owners + owners, base.attrs + attrs,
-                                           base.replacements + replacements)
-        self.rows, self.modules, self.names, self.values, self.spaces = (
-            rows, modules, names, values, spaces)
-        self.owners, self.attrs, self.replacements = owners, attrs, replacements
-        self.base = base  # (the providers' table this one extends, if any: _originals)
-        self.known: tuple | None = None  # (_originals: what a bulk install read, rows to read)
-
-    def __add__(self, more: list[Patch]) -> _Table:
-        """This table with `more` rows after its own (its columns extended, not split
-        again)."""
-        return _Table(more, self) if more else self
+    def __init__(self, rows: list[Patch], code: RowCode | None, originals: tuple | None,
+                 more: list[Patch], more_originals: list | None) -> None:
+        self.rows, self.code, self.originals = rows, code, originals
+        self.more, self.more_originals = more, more_originals
+        self.keys: list | None = None
 
 
 _MODULE_TYPE_NAMES = frozenset(dir(types.ModuleType))
@@ -176,85 +144,78 @@ def _spaced(owner: Any, attr: str) -> bool:
     return type(owner) is types.ModuleType and attr not in _MODULE_TYPE_NAMES
 
 
-def _columns(rows: list) -> tuple[tuple, tuple, tuple]:
-    return tuple(tuple(column) for column in zip(*rows)) if rows else ((), (), ())
-
-
 def _run(calls: Any) -> None:
     """Drain an iterator of calls that each return None (``map(setattr, ...)``)."""
     any(calls)
 
 
 _BULK: list[_Held] = []  # the session holding its table in bulk (at most one)
+_NONE: list = []  # (the originals of no user-code rows: never changed)
 
 
-def _install(table: _Table) -> _Held:
+def _install(more: list[Patch]) -> _Held:
+    """Install the providers' rows and then `more` (the user-code rows) for one session."""
     with _LOCK:
-        if not _INSTALLED and not _BULK:  # the only export running: install in bulk
-            originals = _originals(table)
-            try:
-                _set(table, table.values, table.replacements)
-            except BaseException:  # (an attribute that cannot be set: none stays set)
-                _set(table, *originals)
-                raise
-            held = _Held(table, originals, None)
-            _BULK.append(held)
+        if _INSTALLED or _BULK:
+            if _BULK:  # another export holds its table in bulk: count its entries now
+                bulk = _BULK.pop()
+                bulk.keys = _count(bulk.rows + bulk.more,
+                                   [*bulk.originals, *bulk.more_originals])
+            rows = _provided() + more
+            held = _Held(rows, None, None, [], None)
+            held.keys = _count(rows, None)
             return held
-        if _BULK:  # another export holds its table in bulk: count its entries now
-            bulk = _BULK.pop()
-            bulk.keys = _count(bulk.patches.rows, _in_row_order(bulk.patches, bulk.originals))
-        return _Held(table, None, _count(table.rows, None))
+        # the only export running: install in bulk
+        code, rows, originals = _kept_entered()
+        if originals is None:  # (no kept table, or a row it cannot read: the general way)
+            originals = tuple(getattr(owner, attr) for owner, attr, _ in rows)
+            try:
+                for owner, attr, replacement in rows:
+                    setattr(owner, attr, replacement)
+            except BaseException:  # (an attribute that cannot be set: none stays set)
+                _put_back(rows, originals)
+                raise
+        held = _Held(rows, code, originals, more, _NONE)
+        if more:
+            try:
+                held.more_originals = [getattr(owner, attr) for owner, attr, _ in more]
+                for owner, attr, replacement in more:
+                    setattr(owner, attr, replacement)
+            except BaseException:
+                if held.more_originals is not _NONE:
+                    _put_back(more, held.more_originals)
+                _put_back_rows(held)
+                raise
+        _BULK.append(held)
+        return held
 
 
-def _read(table: _Table) -> tuple[tuple, list]:
-    """The values a table's rows replace: (the namespace rows', the others'), each in its
-    rows' order.  (A namespace row whose attribute is not there: read by ``getattr``, as
-    any row would be, which raises as it did or finds a module ``__getattr__``'s answer.)"""
-    try:
-        spaced = tuple(map(operator.getitem, table.spaces, table.names))
-    except KeyError:
-        spaced = tuple(map(getattr, table.modules, table.names))
-    return spaced, list(map(getattr, table.owners, table.attrs))
+def _kept_entered() -> tuple[RowCode | None, list[Patch], tuple | None]:
+    """The providers' rows installed by the kept table's code: (the code, the rows, their
+    originals); the originals None where none was installed (no kept table, or its code
+    found a row it cannot read)."""
+    hit = _PROVIDED[0]  # (one read: another thread may replace it meanwhile)
+    if hit is not None:
+        originals = hit[4].enter()
+        if originals is not None:
+            return hit[4], hit[3], originals
+    rows = _provided()  # (what the kept table was made from changed: made again)
+    hit = _PROVIDED[0]
+    if hit is not None and hit[3] is rows:
+        return hit[4], rows, hit[4].enter()
+    return None, rows, None
 
 
-def _originals(table: _Table) -> tuple[tuple, list]:
-    """``_read(table)``, without reading again the rows that ``_provided`` has just found
-    holding the values its kept table was made from (that table is handed out again only
-    while they are the same objects): those rows' originals are the ones a bulk install of
-    it read before, once its rows not watched (``torch.compile``, ``torch.compiler``'s
-    flags) are found the same objects as then; the rows a user-code table adds, and rows
-    on a class or a function, are read."""
-    base = table.base if table.base is not None else table
-    known = base.known
-    if known is not None:
-        spaced, loose, before = known
-        try:
-            now = [base.spaces[i][base.names[i]] for i in loose]
-            n = len(base.spaces)
-            if table is not base:
-                spaced = spaced + tuple(map(operator.getitem, table.spaces[n:],
-                                            table.names[n:]))
-        except KeyError:
-            now = None
-        if now is not None and all(map(operator.is_, now, before)):
-            return spaced, list(map(getattr, table.owners, table.attrs))
-    spaced, others = _read(table)
-    loose = tuple(i for i, (m, name) in enumerate(zip(base.modules, base.names))
-                  if (m.__name__, name) not in _WATCHED_ROWS or
-                  sys.modules.get(m.__name__) is not m)
-    base.known = (spaced[:len(base.spaces)], loose, tuple(spaced[i] for i in loose))
-    return spaced, others
+def _put_back(rows: list[Patch], originals: Any) -> None:
+    for (owner, attr, _), original in zip(reversed(rows), reversed(originals)):
+        setattr(owner, attr, original)
 
 
-def _set(table: _Table, spaced: tuple, others: Any) -> None:
-    _run(map(operator.setitem, table.spaces, table.names, spaced))
-    _run(map(setattr, table.owners, table.attrs, others))
-
-
-def _in_row_order(table: _Table, originals: tuple[tuple, list]) -> list:
-    """The originals `_read` gave, as one list in the table's row order (``_count``'s)."""
-    spaced, others = iter(originals[0]), iter(originals[1])
-    return [next(spaced if _spaced(owner, attr) else others) for owner, attr, _ in table.rows]
+def _put_back_rows(held: _Held) -> None:
+    if held.code is not None:
+        held.code.leave(held.originals)
+    else:
+        _put_back(held.rows, held.originals)
 
 
 def _count(patches: list[Patch], originals: list | None) -> list[tuple[int, str]]:
@@ -279,13 +240,10 @@ def _count(patches: list[Patch], originals: list | None) -> list[tuple[int, str]
 def _uninstall(held: _Held) -> None:
     with _LOCK:
         if held.keys is None:  # installed in bulk and still alone: restore in bulk
-            _BULK.remove(held)
-            table = held.patches  # (in reverse: an attribute patched twice ends original)
-            spaced, others = held.originals
-            _run(map(setattr, reversed(table.owners), reversed(table.attrs),
-                     reversed(others)))
-            _run(map(operator.setitem, reversed(table.spaces), reversed(table.names),
-                     reversed(spaced)))
+            _BULK.remove(held)  # (in reverse: an attribute patched twice ends original)
+            if held.more:
+                _put_back(held.more, held.more_originals)
+            _put_back_rows(held)
             return
         for key in reversed(held.keys):
             slot = _INSTALLED[key]
@@ -297,40 +255,49 @@ def _uninstall(held: _Held) -> None:
 
 # The providers' tables read nothing that may change but the attributes each names in
 # WATCHED (module name, attribute): the table is kept while every such module and value
-# is the one it was made from (one identity pass in C per export, not six providers).
+# is the one it was made from, which the kept table's generated code checks as it
+# installs it (trace/rowcode.py), not six providers.
 # torch's setters of process-wide modes, counted while exporting (_counted_setter below)
 _SETTERS = ("set_default_dtype", "set_default_tensor_type", "use_deterministic_algorithms")
 _WATCHED = (*asserts.WATCHED, *hops.WATCHED, *pyhelpers.WATCHED, *shims.WATCHED,
             *vmapping.WATCHED, *(("torch", name) for name in _SETTERS))
 _WATCHED_ATTRS = tuple(attr for _, attr in _WATCHED)
-_WATCHED_ROWS = frozenset(_WATCHED)
-# each watched module once (the identity pass reads 16 modules, not 39 rows), and the
-# place of each row's module among them
+# each watched module once (the check reads 16 modules, not 40 rows), and the place of
+# each row's module among them
 _WATCHED_MODULES = tuple(dict.fromkeys(name for name, _ in _WATCHED))
 _WATCHED_PLACES = tuple(_WATCHED_MODULES.index(name) for name, _ in _WATCHED)
 _NO_NAMES: dict = {}  # (the namespace of a watched module not imported)
-# [(the watched modules, each row's namespace, the watched values, their _Table)]
+# [(the watched modules, each row's namespace, the watched values, the rows, their
+# RowCode)]
 _PROVIDED: list[Any] = [None]
 
 
-def _provided() -> _Table:
-    """The providers' patches: the table kept from an earlier export while what they read
-    is the same objects, else made again.  (The values are read from the modules'
-    namespaces: ``getattr`` with a default raises and drops an AttributeError for each
-    module not imported and attribute not defined, a few microseconds each export.)"""
+def _provided() -> list[Patch]:
+    """The providers' patches: the rows kept from an earlier export while what they read
+    is the same objects, else made again (and kept, with their code).  (The values are
+    read from the modules' namespaces: ``getattr`` with a default raises and drops an
+    AttributeError for each module not imported and attribute not defined.)"""
     modules = list(map(sys.modules.get, _WATCHED_MODULES))
     hit = _PROVIDED[0]  # (one read: another thread may replace it meanwhile)
     if hit is not None and all(map(operator.is_, modules, hit[0])) and \
             all(map(operator.is_, map(dict.get, hit[1], _WATCHED_ATTRS), hit[2])):
         return hit[3]
-    table = _Table([*asserts.patches(), *hops.patches(), *pyhelpers.patches(),
-                    *shims.patches(), *vmapping.patches(), *scripted.patches(),
-                    *_compiler_patches(), *_setter_patches()])
+    rows = [*asserts.patches(), *hops.patches(), *pyhelpers.patches(), *shims.patches(),
+            *vmapping.patches(), *scripted.patches(), *_compiler_patches(),
+            *_setter_patches()]
     spaces = [_NO_NAMES if m is None else getattr(m, "__dict__", None) for m in modules]
     spaces = [spaces[i] for i in _WATCHED_PLACES]  # (each row's module's namespace)
     if all(type(s) is dict for s in spaces):  # (else made again each time: never seen)
-        _PROVIDED[0] = (modules, spaces, list(map(dict.get, spaces, _WATCHED_ATTRS)), table)
-    return table
+        values = list(map(dict.get, spaces, _WATCHED_ATTRS))
+        code = RowCode(
+            [(vars(owner) if _spaced(owner, attr) else None, owner, attr, replacement)
+             for owner, attr, replacement in rows],
+            list(zip(_WATCHED_MODULES, modules)),
+            [(space, attr, value) for space, attr, value, place in
+             zip(spaces, _WATCHED_ATTRS, values, _WATCHED_PLACES)
+             if modules[place] is not None])
+        _PROVIDED[0] = (modules, spaces, values, rows, code)
+    return rows
 
 
 class _GcPaused:
@@ -349,6 +316,13 @@ class _GcPaused:
 
 
 _GC_PAUSED = _GcPaused()  # (its state is _GC's: one object serves every export)
+_ENTERED = [0]  # sessions entered so far, on any thread
+
+
+def sessions_entered() -> int:
+    """How many export sessions were entered so far, on any thread: the same number at two
+    points means no export ran forward in between."""
+    return _ENTERED[0]
 
 
 def gc_paused() -> _GcPaused:
@@ -461,19 +435,17 @@ class ExportSession:
 
     def patches(self) -> list[Patch]:
         """Everything this export installs, in one table."""
-        return self._table().rows
-
-    def _table(self) -> _Table:
         return _provided() + pycalls.code_patches(self.model, self.fn, self.walk)
 
     def __enter__(self) -> ExportSession:
+        _ENTERED[0] += 1  # (not atomic: two threads entering at once still change it)
         self._modes = _snapshot()
         # the generator's seed changes when the traced code seeds it (nothing is allocated)
         self._seed = torch.default_generator.initial_seed()
         self._bystander_seeds = pyhelpers.BYSTANDER_SEEDS[0]
         self._sets = (_OWN_SETS.count, _BYSTANDER_SETS[0])
         load_when_grouped()  # (before the table: funcol's shim is in it once imported)
-        self._held = _install(self._table())
+        self._held = _install(pycalls.code_patches(self.model, self.fn, self.walk))
         self._owners = scripted.enter(self.walk)
         enter_session()
         return self

@@ -39,25 +39,29 @@ def functions(model: Any, fn: Any, walk: list | None = None) -> tuple[list, bool
     take = parts.append
 
     take(_of_function(fn))
+    facts = None
     if isinstance(model, torch.nn.Module):
-        classes: dict[int, type] = {}
-        seen: set[int] = set()
         walk = walk if walk is not None else [("", m) for m in model.modules()]
-        for _, m in walk:
-            classes.setdefault(id(type(m)), type(m))
+        facts = getattr(walk, "facts", None)  # (pytree.walk_of's: the same modules)
         for _, attrs in held_in(walk):
             part = _collect([v for _, v in attrs])
             if part[0] or part[1]:
                 take(part)
                 fresh = True
-        for cls in classes.values():
+        for cls in classes_of(walk):
             take(_of_class(cls))
     # what the parts found so far reach through the modules defining their classes: a
-    # cached closure, while each of its modules' answers is the one it was made from
-    key = tuple(map(id, parts))
-    hit = None if fresh else _UNIONS.get(key)
-    if hit is not None and all(map(operator.is_, hit[0], parts)) and \
-            all(_of_module(m) is part for m, part in hit[1]):
+    # cached closure, while each of its modules' answers is the one it was made from (the
+    # last one kept with the walk's facts too: no key made and looked up)
+    hit = key = None
+    if not fresh:
+        hit = facts.get(_UNION) if facts is not None else None
+        if hit is None or not all(map(operator.is_, hit[0], parts)):
+            key = tuple(map(id, parts))
+            hit = _UNIONS.get(key)
+    if hit is not None and all(map(operator.is_, hit[0], parts)) and _current(hit[1]):
+        if facts is not None:
+            facts[_UNION] = hit
         return hit[2], True
     first = list(parts)
     closure: list[tuple[types.ModuleType, tuple[list, list]]] = []
@@ -82,11 +86,36 @@ def functions(model: Any, fn: Any, walk: list | None = None) -> tuple[list, bool
     if not fresh:
         if len(_UNIONS) > 1000:
             _UNIONS.clear()
-        _UNIONS[key] = (first, closure, out)  # (parts held: their ids stay theirs)
+        # (parts held: their ids stay theirs)
+        _UNIONS[key or tuple(map(id, first))] = hit = (first, closure, out)
+        if facts is not None:
+            facts[_UNION] = hit
     return out, not fresh
 
 
+def _current(closure: list) -> bool:
+    """Whether each module of a kept closure still gives the answer it gave then."""
+    for m, part in closure:
+        if _of_module(m) is not part:
+            return False
+    return True
+
+
 _UNIONS: dict[tuple, tuple[list, list, list]] = {}
+_UNION = "usercode.union"  # (the last of _UNIONS's answers for a walk, in its facts)
+_CLASSES_KEY = "usercode.classes"  # (classes_of's answer, in a walk's facts)
+
+
+def classes_of(walk: list) -> tuple[type, ...]:
+    """The classes of `walk`'s modules, each once, in walk order: kept with the walk's
+    facts (``pytree.walk_of``'s, the same while every path, module and class is)."""
+    facts = getattr(walk, "facts", None)
+    found = facts.get(_CLASSES_KEY) if facts is not None else None
+    if found is None:
+        found = tuple({id(type(m)): type(m) for _, m in walk}.values())
+        if facts is not None:
+            facts[_CLASSES_KEY] = found
+    return found
 
 
 def held_in(walk: list) -> list[tuple[Any, list[tuple[str, Any]]]]:

@@ -751,3 +751,51 @@ def test_plain_and_rescanned_modules_given_a_hook_after_two_exports_are_scanned_
     twice(lambda k: int(math.sqrt(k)))  # on a module scanned again
     handle.remove()
     twice(lambda k: k)
+
+
+_HELPER_MODULE = '''
+import torch
+
+
+def keep_all(x):
+    return x
+
+
+HELP = keep_all
+
+
+class Sub(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        return HELP(self.lin(x))
+'''
+
+
+def test_a_function_added_to_a_submodules_module_between_exports_is_rewritten(
+        tmp_path, monkeypatch) -> None:
+    """What the user code of a model reaches is kept with its walk (the classes of its
+    modules, the closure of their defining modules) while each module defining them gives
+    the answer it gave: a function added to a submodule's module after an export (and made
+    the one its forward calls) is found and rewritten by the next export, its ``len()``/
+    ``max()`` of a size kept symbolic."""
+    (tmp_path / "st_helper_module.py").write_text(_HELPER_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import st_helper_module as mod
+
+    m = torch.nn.Sequential(mod.Sub()).eval()
+    spec = {"input": {0: st.Dim("n", min=1, max=64)}}
+    for _ in range(2):  # (the second export: everything from the caches)
+        ep = st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec)
+        for k in (1, 4, 9):
+            x = torch.randn(k, 3)
+            torch.testing.assert_close(ep.module()(x), m(x))
+    exec("def drop_last(x):\n    return x[: max(1, len(x) - 1)]\n", vars(mod))
+    mod.HELP = mod.drop_last
+    ep = st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec)
+    for k in (1, 4, 9):
+        x = torch.randn(k, 3)
+        torch.testing.assert_close(ep.module()(x), m(x))
+        assert len(m(x)) == max(1, k - 1)

@@ -85,3 +85,38 @@ def test_a_module_name_rebound_from_a_container_to_none_between_exports():
         st.export(_doubled, (torch.randn(2),))
     finally:
         _SWAPPED = {}
+
+
+_LAST_ROWS = None
+
+
+class _Warms(torch.nn.Module):
+    """Warmed by its first call (``mode`` "cold" -> "warm"); once warm, keeps its input's
+    row count in a module global."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mode = "cold"
+
+    def forward(self, x):
+        global _LAST_ROWS
+        if self.mode == "warm":
+            _LAST_ROWS = x.shape[0]
+        self.mode = "warm"
+        return x * 2
+
+
+def test_a_global_set_only_by_a_retrace_holds_no_traced_value_after() -> None:
+    """The export skips its last look at the module namespaces where it found them as
+    they were and no trace ran since (on any thread): a trace made after that look (here
+    the retrace with ``self.mode`` at its new value, which sets a global to a traced size,
+    watched by its own look too) leaves the global put back."""
+    global _LAST_ROWS
+    _LAST_ROWS = None
+    m = _Warms()
+    n = st.Dim("n", min=1, max=64)
+    for _ in range(2):
+        ep = st.export(m, (torch.randn(6, 3),), dynamic_shapes={"x": {0: n}})
+        assert _LAST_ROWS is None and m.mode == "cold"
+        x = torch.randn(4, 3)
+        torch.testing.assert_close(ep.module()(x), x * 2)

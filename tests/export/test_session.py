@@ -592,3 +592,30 @@ def test_torch_compile_replaced_between_exports_is_left_as_the_user_set_it(monke
         assert torch.compile is expected  # (not the replacement the first export read)
         assert seen[-1](torch.ones(1)).item() == 2.0
         torch.testing.assert_close(ep.module()(x), x * 2 + 1)
+
+
+def test_a_routed_torch_function_deleted_between_exports_stays_deleted(monkeypatch) -> None:
+    """The session's kept table installs its rows by code made for it, which first reads
+    each row's original: one deleted since the table was made (``torch.func.vmap``) makes
+    it install nothing and go the general way, so the export neither fails nor puts the
+    name back; given back, the next export routes it again."""
+    import torch.func
+
+    model = torch.nn.Linear(3, 2).eval()
+    x = torch.randn(4, 3)
+    st.export(model, (x,))  # (the table, made with torch.func.vmap in it)
+    real = torch.func.vmap
+    monkeypatch.delattr(torch.func, "vmap")
+    ep = st.export(model, (x,))
+    assert not hasattr(torch.func, "vmap")
+    torch.testing.assert_close(ep.module()(x), model(x))
+    monkeypatch.undo()
+    seen = []
+
+    def forward(a):
+        seen.append(torch.func.vmap)
+        return torch.func.vmap(lambda row: row * 2)(a)
+
+    ep = st.export(forward, (x,))
+    assert seen[-1] is not real and torch.func.vmap is real  # (routed, then put back)
+    torch.testing.assert_close(ep.module()(x), x * 2)
