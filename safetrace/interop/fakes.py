@@ -78,6 +78,7 @@ class FakeBuilder:
         self.elems: dict[int, Any] = {}    # id of a value made here -> its meta tensor
         self.exprs: dict[Expr, Any] = {}   # our Expr -> torch SymInt
         self.stride_memo: dict[tuple, list] = {}  # torch sizes -> contiguous strides
+        self.keep: list = []  # what the memos' keys are made from (`_key`: identities)
         self.built = 0                     # values made here (for the benchmark)
         _CONVERSIONS[0] += 1
 
@@ -204,6 +205,7 @@ class FakeBuilder:
             elem = self.meta_tensor(sizes, strides, dtype, own)
             if not own:
                 self.metas[key] = elem
+                self.keep.append((sizes, strides))
         self.built += 1
         fake = self.wrap(elem, device)
         self.elems[id(fake)] = elem
@@ -312,6 +314,7 @@ class FakeBuilder:
                 hit = [a * max(b, 1) if a.__class__ is int and b.__class__ is int else
                        sym_op("stride", a, b)] + rest
             self.stride_memo[key] = hit
+            self.keep.append(sizes)
         return hit
 
     def static(self, value: torch.Tensor) -> Any:
@@ -445,7 +448,7 @@ def _probe(rank: int, fast: bool) -> list:
         b = backed_symint(env, 5, "x.shape[1]", ValueRanges(0, 64))
         c = backed_symint(env, 3, "y.shape[0]", ValueRanges(2, 99))
         builder = FakeBuilder.__new__(FakeBuilder)
-        builder.stride_memo = {}
+        builder.stride_memo, builder.keep = {}, []
         sizes = ([a, 3, b, 2][:rank], [2 * a + 1, b, c, 1][:rank],
                  [a, sym_op("mul", b, c), 4, c][:rank], [2, a, 1, b][-rank:])[shape]
         with torch._C._DisablePythonDispatcher():
@@ -486,7 +489,12 @@ def _strides(sizes: list) -> list:
 
 
 def _key(s: Any) -> Any:
-    return s.node._expr if isinstance(s, torch.SymInt) else s  # (a key: no replacement)
+    """A size's or stride's part of a builder's memo key: an int itself, a SymInt its
+    expression's identity (no replacement), as a negative number (sizes and strides are
+    >= 0): sympy's ``__hash__`` is a Python call, ~1.2k instructions, and a suffix memo
+    hashes each suffix.  The builder keeps every keyed value alive (``keep``), so an id
+    is not reused within its conversion."""
+    return ~id(s.node._expr) if isinstance(s, torch.SymInt) else s
 
 
 def builds(target: Any, ours: Any, builder: FakeBuilder) -> Any:
