@@ -302,18 +302,23 @@ def provenance(graph: torch.fx.Graph, root_type: str) -> None:
 
 _PASS = "safetrace.to_torch"
 _CREATE = NodeSourceAction.CREATE  # (an Enum member read from its class: ~0.3 µs a read)
-_TARGET_TEXT: dict[Any, str] = {}  # a node target -> str(target) (an OpOverload's: ~1 µs)
+# id of a node target -> (the target, str(target)) (an OpOverload's str: ~1 µs)
+_TARGET_TEXT: dict[int, tuple] = {}
 
 
 def _node_source(node: torch.fx.Node) -> Any:
     """``NodeSource(node, "safetrace.to_torch", CREATE)`` of a node with no ``from_node``
     of its own, its fields set directly (the constructor's checks and ``str(target)``
     cost ~3 µs a node: 0.5 ms on a small LLM's conversion)."""
-    text = _TARGET_TEXT.get(node.target)
-    if text is None:
+    target = node.target
+    hit = _TARGET_TEXT.get(id(target))  # (by identity: an OpOverload's hash is a Python
+    if hit is not None and hit[0] is target:  # call; the entry keeps the target alive)
+        text = hit[1]
+    else:
         if len(_TARGET_TEXT) > 10_000:
             _TARGET_TEXT.clear()
-        text = _TARGET_TEXT[node.target] = str(node.target)
+        text = str(target)
+        _TARGET_TEXT[id(target)] = (target, text)
     out = NodeSource.__new__(NodeSource)
     out.pass_name = _PASS
     out.action = [_CREATE]

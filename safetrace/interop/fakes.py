@@ -58,6 +58,7 @@ _META = torch.device("meta")
 _FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
 _NO_SUBCLASS_FUNCTION = torch._C.DisableTorchFunctionSubclass
 _NAMESPACES = ("aten", "prims")
+_PARAMETER, _TENSOR, _STRIDED = torch.nn.Parameter, torch.Tensor, torch.strided
 
 
 class FakeBuilder:
@@ -77,6 +78,7 @@ class FakeBuilder:
         self.elems: dict[int, Any] = {}    # id of a value made here -> its meta tensor
         self.exprs: dict[Expr, Any] = {}   # our Expr -> torch SymInt
         self.stride_memo: dict[tuple, list] = {}  # torch sizes -> contiguous strides
+        self.keep: list = []  # what the memos' keys are made from (`_key`: identities)
         self.built = 0                     # values made here (for the benchmark)
         _CONVERSIONS[0] += 1
 
@@ -176,8 +178,9 @@ class FakeBuilder:
                              meta.device)
         # a contiguous value: its meta tensor found by our sizes' identities (the torch
         # sizes and their key are made once per distinct shape)
-        key = (tuple(s if s.__class__ is int else id(s.expr) if hasattr(s, "expr") else s
-                     for s in meta.shape), meta.dtype)
+        # (a list comprehension: a generator's resume per size costs more)
+        key = (tuple([s if s.__class__ is int else id(s.expr) if hasattr(s, "expr") else s
+                      for s in meta.shape]), meta.dtype)
         elem = self.by_ours.get(key)
         if elem is None:
             fake = self.make([self.size(s) for s in meta.shape], None, meta.dtype,
@@ -195,13 +198,14 @@ class FakeBuilder:
         and device; `own`: a placeholder's, on a storage of its own (torch's size)."""
         key = None
         if not own:
-            key = (tuple(_key(s) for s in sizes),
-                   None if strides is None else tuple(_key(s) for s in strides), dtype)
+            key = (tuple([_key(s) for s in sizes]),
+                   None if strides is None else tuple([_key(s) for s in strides]), dtype)
             elem = self.metas.get(key)
         if own or elem is None:
             elem = self.meta_tensor(sizes, strides, dtype, own)
             if not own:
                 self.metas[key] = elem
+                self.keep.append((sizes, strides))
         self.built += 1
         fake = self.wrap(elem, device)
         self.elems[id(fake)] = elem
@@ -299,7 +303,7 @@ class FakeBuilder:
         next one times ``max(next size, 1)``, symops' ``stride``), memoized by suffix:
         across a program most tensors share their trailing sizes."""
         if key is None:
-            key = tuple(_key(s) for s in sizes)
+            key = tuple([_key(s) for s in sizes])
         hit = self.stride_memo.get(key)
         if hit is None:
             if len(sizes) <= 1:
@@ -310,6 +314,7 @@ class FakeBuilder:
                 hit = [a * max(b, 1) if a.__class__ is int and b.__class__ is int else
                        sym_op("stride", a, b)] + rest
             self.stride_memo[key] = hit
+            self.keep.append(sizes)
         return hit
 
     def static(self, value: torch.Tensor) -> Any:
@@ -327,16 +332,36 @@ class FakeBuilder:
         made together before the conversion enters its modes (no dispatch mode to set
         aside per value), each on a storage of its own and marked as requiring grad in the
         same call that wraps it (``_make_subclass``'s flag: what ``requires_grad_`` sets).
-        The others are left to ``static``, under the conversion's mode."""
+        The others are left to ``static``, under the conversion's mode.
+
+        A value's meta tensor is the process's for its (sizes, strides, dtype) and its rank
+        among this program's values of that form (the 2nd ``[8]`` float buffer: the 2nd
+        such meta tensor): within a program each value has a storage of its own, as
+        torch's placeholders do, and ``empty_strided`` runs once per form and rank in a
+        process instead of once per value and conversion (~6k instructions a value,
+        with freeing it).  Only programs converted from the process share a meta storage,
+        never two values of one program."""
         out = {}
+        ranks: dict[tuple, int] = {}
+        elems, cache = self.elems, _STATIC_ELEMS
+        wrap = self.wrap
         for key, value in values.items():
-            if not _plain(value):
+            t = type(value)  # (`_plain`, inline for a Parameter or Tensor)
+            if not ((t is _PARAMETER or t is _TENSOR) and value.layout is _STRIDED and
+                    not value.is_quantized or t is not _PARAMETER and t is not _TENSOR and
+                    _plain(value)):
                 continue
-            elem = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype,
-                                       device=_META)
-            self.built += 1
-            fake = out[key] = self.wrap(elem, value.device, value.requires_grad)
-            self.elems[id(fake)] = elem
+            form = (value.shape, value.stride(), value.dtype)
+            rank = ranks[form] = ranks.get(form, -1) + 1
+            elem = cache.get((form, rank))
+            if elem is None:
+                if len(cache) > 4096:
+                    cache.clear()
+                elem = cache[(form, rank)] = torch.empty_strided(
+                    form[0], form[1], dtype=form[2], device=_META)
+            fake = out[key] = wrap(elem, value.device, value.requires_grad)
+            elems[id(fake)] = elem
+        self.built += len(out)
         return out
 
     def same_view(self, fake: Any) -> Any:
@@ -357,6 +382,10 @@ class FakeBuilder:
         strides = view_strides(target, args, kwargs, None)
         return self.tensor(ours, strides[0] if strides else None)
 
+
+# ((sizes, strides, dtype), rank among a program's values of that form) -> a meta tensor
+# of that form (``statics``: a state value's own storage within its program)
+_STATIC_ELEMS: dict[tuple, torch.Tensor] = {}
 
 # (a CPU device, the mode's data-pointer and meta settings) -> the attributes torch's
 # FakeTensor constructor gave a value (its mode: the conversion's, replaced), normalized
@@ -419,7 +448,7 @@ def _probe(rank: int, fast: bool) -> list:
         b = backed_symint(env, 5, "x.shape[1]", ValueRanges(0, 64))
         c = backed_symint(env, 3, "y.shape[0]", ValueRanges(2, 99))
         builder = FakeBuilder.__new__(FakeBuilder)
-        builder.stride_memo = {}
+        builder.stride_memo, builder.keep = {}, []
         sizes = ([a, 3, b, 2][:rank], [2 * a + 1, b, c, 1][:rank],
                  [a, sym_op("mul", b, c), 4, c][:rank], [2, a, 1, b][-rank:])[shape]
         with torch._C._DisablePythonDispatcher():
@@ -460,7 +489,12 @@ def _strides(sizes: list) -> list:
 
 
 def _key(s: Any) -> Any:
-    return s.node._expr if isinstance(s, torch.SymInt) else s  # (a key: no replacement)
+    """A size's or stride's part of a builder's memo key: an int itself, a SymInt its
+    expression's identity (no replacement), as a negative number (sizes and strides are
+    >= 0): sympy's ``__hash__`` is a Python call, ~1.2k instructions, and a suffix memo
+    hashes each suffix.  The builder keeps every keyed value alive (``keep``), so an id
+    is not reused within its conversion."""
+    return ~id(s.node._expr) if isinstance(s, torch.SymInt) else s
 
 
 def builds(target: Any, ours: Any, builder: FakeBuilder) -> Any:

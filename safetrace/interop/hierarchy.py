@@ -296,10 +296,11 @@ def _arg_names(ep: Any) -> list[str]:
 
 
 def call_graph(ep: Any, graph: torch.fx.Graph, kept: dict, arg_names: list[str],
-               stacks: Iterable | None = None) -> list:
+               stacks: Iterable | None = None, found: Iterable | None = None) -> list:
     """The root, every submodule, the preserved calls (`kept`: fqn -> signature);
     `stacks`: the graph's nodes' ``nn_module_stack``s where known (a conversion's: each
-    node it adds has a prefix of a neighbour's stack, so the same submodules)."""
+    node it adds has a prefix of a neighbour's stack, so the same submodules); `found`:
+    ``stack_fqns`` of them, where the caller has it."""
     module = exported_program_module()
     ModuleCallEntry, ModuleCallSignature = module.ModuleCallEntry, module.ModuleCallSignature
 
@@ -313,7 +314,8 @@ def call_graph(ep: Any, graph: torch.fx.Graph, kept: dict, arg_names: list[str],
     # never calls, e.g. a dropout that attention takes only the rate of), parents first
     tree = getattr(ep, "module_tree", None)
     fqns = list(tree.modules) if tree is not None else []
-    found = submodule_fqns(graph) if stacks is None else stack_fqns(stacks)
+    if found is None:
+        found = submodule_fqns(graph) if stacks is None else stack_fqns(stacks)
     fqns += [f for f in found if f and f not in fqns]
     entries = [ModuleCallEntry(fqn="", signature=signature)]
     entries += [ModuleCallEntry(fqn=fqn, signature=kept.get(fqn)) for fqn in fqns]

@@ -55,8 +55,12 @@ _HINTS = {"stride": lambda a, b: a * max(b, 1)}
 _HINT_FNS = {m: _HINTS.get(m) or method_to_operator(_TORCH_NAMES.get(m, m)) for m in _OPS}
 _SYMINT = torch.SymInt
 _OVERLOAD = torch._ops.OpOverload
+_NODE = torch.fx.Node
 _SEEN: dict[tuple, Any] = {}  # (method, lhs key, rhs key) -> (expr, optimized) or _TORCH
 _TORCH = object()             # a result torch's path gives (a constant, an FX node...)
+# (method, each operand: an int's value or an expression's id, its optimized_summation flag
+# or None for an int) -> (the expressions, _SEEN's entry): `sym_op`'s first look
+_BY_ID: dict[tuple, tuple] = {}
 _LIMIT = 50_000
 
 
@@ -77,7 +81,11 @@ def size_op(target: Any, args: tuple) -> Any:
     method = method_of(target)
     if method is None:
         return None
-    a, b = (x.meta.get("val") if isinstance(x, torch.fx.Node) else x for x in args)
+    a, b = args  # (each a node's value or a number; unrolled: a generator costs ~2k
+    if isinstance(a, _NODE):  # instructions more)
+        a = a.meta.get("val")
+    if isinstance(b, _NODE):
+        b = b.meta.get("val")
     if (type(a) is not int and type(a) is not _SYMINT) or \
             (type(b) is not int and type(b) is not _SYMINT):
         return None
@@ -87,30 +95,58 @@ def size_op(target: Any, args: tuple) -> Any:
 def sym_op(method: str, a: Any, b: Any) -> Any:
     """``a <op> b`` for `method` in ``add sub mul floordiv sym_max ge le eq`` (and ``stride``,
     ``a * sym_max(b, 1)``): the value torch's SymInt arithmetic gives (ints: Python's)."""
-    fn, pytype = _OPS[method]
     ta, tb = type(a), type(b)
     if ta is _SYMINT and (tb is int or tb is _SYMINT):
         node = a.node  # (torch's orientation: the SymInt's method)
     elif ta is int and tb is _SYMINT:
         node = b.node  # (torch's __r<op>__: the int's wrapped node's method)
     else:
-        return fn(a, b)
+        return _OPS[method][0](a, b)
     env = node.shape_env
-    if env is None or not _fast_ok() or env._translation_validation_enabled or _tracing():
-        return fn(a, b)
-    kl, hl = _key(a)
-    kr, hr = _key(b)
-    if kl is None or kr is None:
-        return fn(a, b)
-    key = (method, kl, kr)
-    hit = _SEEN.get(key)
-    if hit is None:
-        out = fn(a, b)
-        _remember(key, out)
-        return out
+    if env is None or not _fast_ok() or \
+            env._translation_validation_enabled or _tracing():
+        return _OPS[method][0](a, b)
+    # (each operand's part of the key and its hint, `_key` inline: a call fewer each)
+    replaced = getattr(env, _COUNTER, 1) != 0
+    if ta is int:
+        ea, oa, hl = a, None, a
+    else:
+        n = a.node
+        if n.constant is not None:  # (torch computes with the constant)
+            return _OPS[method][0](a, b)
+        ea = n.expr if replaced or n.shape_env is not env else n._expr
+        oa, hl = n._optimized_summation, n._hint
+    if tb is int:
+        eb, ob, hr = b, None, b
+    else:
+        n = b.node
+        if n.constant is not None:
+            return _OPS[method][0](a, b)
+        eb = n.expr if replaced or n.shape_env is not env else n._expr
+        ob, hr = n._optimized_summation, n._hint
+    # the result by the operands' identities first (a tuple of ints: no sympy hash, a
+    # Python call each, ~1.5k instructions), the entry holding the expressions it is for
+    by_id = (method, ea if oa is None else id(ea), oa, eb if ob is None else id(eb), ob)
+    entry = _BY_ID.get(by_id)
+    if entry is not None and (oa is None or entry[0] is ea) and \
+            (ob is None or entry[1] is eb):
+        hit = entry[2]
+    else:
+        key = (method, ea if oa is None else (ea, oa), eb if ob is None else (eb, ob))
+        hit = _SEEN.get(key)
+        if hit is None:
+            out = _OPS[method][0](a, b)
+            _remember(key, out)
+            return out
+        if len(_BY_ID) > _LIMIT:
+            _BY_ID.clear()
+        _BY_ID[by_id] = (ea, eb, hit)
     if hit is _TORCH:
-        return fn(a, b)
-    return _build(method, hit, env, pytype, hl, hr)
+        return _OPS[method][0](a, b)
+    return _build(method, hit, env, _OPS[method][1], hl, hr)
+
+
+_COUNTER = "_replacements_version_counter"
 
 
 def _key(x: Any) -> tuple[Any, Any]:

@@ -43,7 +43,8 @@ from safetrace.interop.torchbind import const_input, custom_obj_input, custom_ob
 from safetrace.interop.unbacked import all_bindings, fresh_bindings, known_unbacked
 from safetrace.interop.node_checks import (bind_unbacked, check_narrowing, same_shape, where,
                                           why_failed)
-from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
+from safetrace.interop.hierarchy import (Boundaries, arg_names, call_graph, fill_stacks,
+                                         stack_fqns)
 from safetrace.interop.input_guards import input_guards, with_guards
 from safetrace.interop.load_checks import lowered
 from safetrace.interop.memos import MASK_OPS, remember, shared_rows
@@ -106,7 +107,7 @@ class _Converter:
         ExportGraphSignature = graph_signature().ExportGraphSignature
 
         ep = self.ep
-        ours, ordered, calls, self.stacks, env, self.built = _plan(ep)
+        ours, ordered, calls, self.stacks, env, self.built, self.memo = _plan(ep)
         self.fakes = FakeBuilder(self)
         self.state_fakes = self.fakes.statics(
             {s.name: self._state_value(s) for s in ordered if s.kind != "user_input"})
@@ -505,8 +506,12 @@ class _Converter:
         torch._C._set_grad_enabled(bool(args[0]))
 
     def _module_call_graph(self) -> list:
+        # (the submodule paths in our nodes' stacks: the plan's, found once per program)
+        found = self.memo.get("stack_fqns")
+        if found is None:
+            found = self.memo["stack_fqns"] = tuple(stack_fqns(self.stacks.values()))
         return call_graph(self.ep, self.graph, self.bounds.signatures(), self._arg_names(),
-                          self.stacks.values())
+                          found=found)
 
     def _examples(self) -> tuple:
         """Stand-in example inputs (zeros of the example sizes): torch builds its input
@@ -538,10 +543,11 @@ def _plan(ep: Any) -> tuple:
     order = {"parameter": 0, "buffer": 1, "constant": 2, "user_input": 3}
     ordered = sorted(ep.graph_signature.input_specs, key=lambda s: order[s.kind])
     calls = [n for n in ep.graph.nodes if n.op == "call_function"]
-    # (the last: the call nodes whose values a conversion made from ours with every size
-    # known to torch already, ``fakes.builds``' KNOWN; filled by the conversions)
+    # (then: the call nodes whose values a conversion made from ours with every size
+    # known to torch already, ``fakes.builds``' KNOWN, filled by the conversions; and what
+    # else a conversion finds from the plan alone, by name)
     plan = (ours, ordered, calls, dict(zip(calls, fill_stacks(calls))), _symbolic_env(ep),
-            set())
+            set(), {})
     ep.__dict__["_st_convert_plan"] = (key, plan)
     return plan
 

@@ -557,3 +557,23 @@ def test_derived_dims_and_program_sizes_made_directly_are_torchs(monkeypatch):
     for bad in [(2, 3, 10, 6), (2, 3, 8, 7), (2, 3, 4, 6)]:  # not 4*hq; not 4*wq+2; hq < 2
         with pytest.raises(Exception):  # noqa: B017, PT011 - torch's own error classes
             mod(torch.randn(bad))
+
+
+def test_each_state_value_of_a_program_has_a_storage_of_its_own():
+    """State values' meta tensors are kept per process by form and rank (fakes.statics):
+    values of one form in one program (BatchNorm's [8] mean and var, two [8] biases) still
+    get a storage each, in every conversion, as torch's placeholders do."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8),
+                                torch.nn.Conv2d(8, 8, 1), torch.nn.BatchNorm2d(8)).eval()
+    ep = st.export(model, (torch.randn(2, 3, 8, 8),),
+                   dynamic_shapes={"input": {0: st.Dim("b", min=1, max=8)}})
+    for verify in (False, False, True):
+        tep = ep.to_torch(verify=verify)
+        values = [n.meta["val"] for n in tep.graph.nodes if n.op == "placeholder"]
+        storages = {StorageWeakRef(v.untyped_storage()) for v in values
+                    if isinstance(v, torch.Tensor)}
+        assert len(storages) == sum(isinstance(v, torch.Tensor) for v in values)
+        x = torch.randn(3, 3, 8, 8)
+        torch.testing.assert_close(tep.module()(x), model(x))
