@@ -143,6 +143,11 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
         return check_indices_first(bound_by_checks(ep))
 
 
+def _user_origin() -> str:
+    """Where in the user's code a size question was asked (the env's origin provider)."""
+    return stack_trace(1)
+
+
 class Exporter:
     def __init__(self, model: Any, fn: Callable, preserve: tuple[str, ...] = (),
                  sides: dict | None = None, flipped: frozenset = frozenset(),
@@ -164,13 +169,16 @@ class Exporter:
         self.python_state: list = []  # plain attributes forward changed (snapshot.py)
         self.input_specs: list[InputSpec] = []
         self.env = torch_env()
-        self.env.origin_provider = lambda: stack_trace(1)
+        self.env.origin_provider = _user_origin
         self.env.precondition_probe = is_requirement  # `assert`, `if ...: raise`, op checks
         self.dyn = DynamicDims(self.env)
         self.scalars: set[int] = set()  # leaves: ints declared dynamic
-        self.dyn.set_overrides(sides or {})  # a size split's side (exporter/splits.py)
-        self.dyn.auto_named = named or {}  # Dim.AUTO dims traced as Dims (auto_small.py)
-        self.dyn.defer_keys = defer if isinstance(defer, frozenset) else frozenset()
+        if sides:  # a size split's side (exporter/splits.py; none: DynamicDims' own)
+            self.dyn.set_overrides(sides)
+        if named:  # Dim.AUTO dims traced as Dims (auto_small.py)
+            self.dyn.auto_named = named
+        if isinstance(defer, frozenset):
+            self.dyn.defer_keys = defer
         self.env.flipped = flipped  # size tests answered the other way (splits.py)
 
     def run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
