@@ -8,8 +8,12 @@ with that dim as a named Dim of the range the first program admits: the split ma
 (``splits.py``, ``small_splits.py``) traces each side of the decision and joins them (one
 graph where both sides agree, else ``torch.cond`` on the size), each side sound for its
 range by the usual machinery, and eager's requirements there stay input checks
-(``eager_raises``).  Where that export fails in any way, the first program stands, with its
-check (nothing is ever admitted that was not traced).
+(``eager_raises``).  Where that export is refused (a catalogue ``ExportError``), the first
+program stands, with its check (nothing is ever admitted that was not traced), and the
+refusal's first line is kept on it (``ep.auto_split_refusals``, shown by ``st.explain``);
+any other exception, or an internal error of safetrace's own code, is raised: a bug, never
+hidden behind the narrower program.  ``Dim.DYNAMIC`` dims are split the same way (the dim
+stays dynamic: each side is a branch of one program, nothing is specialized).
 """
 
 from __future__ import annotations
@@ -20,23 +24,27 @@ import re
 from typing import Any, Callable
 
 from safetrace.dims import Dim
+from safetrace.errors import ExportError
 from safetrace.exporter.contract import Contract
 from safetrace.exporter.eager_raises import ASSUMED_MIN, requirements_only
 from safetrace.exporter.program import ExportedProgram
 
 _SMALL = (0, 1)  # the sizes a condition may refuse for the dim to be split there
+_ABOVE = range(2, 18)  # sizes a condition failing at 0 or 1 must hold at to be split there
+_HINTS = ("auto", "dynamic")  # the hints whose dims are split here (DimDecl.kind)
+_INTERNAL = "internal error:"  # (errors.internal_error / internal_exception: a bug)
 
 
 def auto_places(dyn: Any, contract: Contract) -> dict[str, tuple[list[str], int]]:
     """{symbol: (the input dims it is, the least size below the program's range where eager
-    computes)} of the export's Dim.AUTO dims whose size the trace left a symbol (``dyn``:
+    computes)} of the export's Dim.AUTO / Dim.DYNAMIC dims whose size the trace left a symbol (``dyn``:
     its ``DynamicDims``; AUTO dims made equal share one).  A range narrowed by a branch
     (``if x.shape[0] > 1:``) goes down to the declared lower end; one narrowed where eager
     raises (``x[0]``, ``view(b, -1)`` at 0) stays (``eager_raises.requirements_only``)."""
     out: dict[str, tuple[list[str], int]] = {}
     floor: dict[str, float] = {}
     for d in dyn.decls:
-        if d.kind == "auto" and d.expr.op == "sym" and not d.scalar:
+        if d.kind in _HINTS and d.expr.op == "sym" and not d.scalar:
             e = dyn.env.simplify(d.expr)
             if e.op == "sym":
                 out.setdefault(e.name, ([], 0))[0].append(d.where)
@@ -60,12 +68,16 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
     while that is below `ep`'s range; `ep` where none is exported."""
     named, tops = _named(ep)
     best = ep
+    refusals: list[str] = []
     for _ in range(ASSUMED_MIN + 1):
         if not named:
             break
         try:
             out = export_named(named)
-        except Exception:  # noqa: BLE001 - the program as it was: its check refuses those sizes
+        except ExportError as why:  # the program as it was: its check refuses those sizes
+            if str(getattr(why, "cause", "")).startswith(_INTERNAL):
+                raise  # (a bug of safetrace's own code: reported, not hidden)
+            refusals.append(_refusal(named, why))
             out = None
         if out is not None:
             labels = {d.name for d in named.values()}  # (an AUTO dim keeps no Dim name)
@@ -82,7 +94,17 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
         if not up:
             break
         named = {w: up.get(d.name, d) for w, d in named.items()}
+    if best is ep and refusals:
+        ep.auto_split_refusals = refusals
     return best
+
+
+def _refusal(named: dict[str, Dim], why: ExportError) -> str:
+    """``x.shape[0] from 0: not split (DeclaredSpaceViolation: ...)``: a refused split's
+    line for ``st.explain`` (its dims, the lowest size tried, the error's first line)."""
+    dims = sorted({f"{w} from {d.min}" for w, d in named.items()})
+    first = (str(why).splitlines() or [""])[0]
+    return f"{', '.join(dims)}: not split ({type(why).__name__}: {first})"
 
 
 def _keep_origins(out: ExportedProgram, ep: ExportedProgram, named: dict) -> None:
@@ -97,7 +119,7 @@ def _keep_origins(out: ExportedProgram, ep: ExportedProgram, named: dict) -> Non
 
 
 def _named(ep: ExportedProgram) -> tuple[dict[str, Dim], dict[str, int]]:
-    """{input dim: Dim} for each Dim.AUTO dim (and those equal to it) whose range in `ep`
+    """{input dim: Dim} for each Dim.AUTO / DYNAMIC dim (and those equal to it) whose range in `ep`
     leaves out a size below 2 where eager computes, or that a condition of `ep`'s contract
     on its size alone refuses at 0 or 1 of its range; and {Dim name: the lower end of its
     range in `ep`}."""
@@ -114,9 +136,11 @@ def _named(ep: ExportedProgram) -> tuple[dict[str, Dim], dict[str, int]]:
         lo = 0 if spec.lo is None else spec.lo
         hi = math.inf if spec.hi is None else spec.hi
         conds = [c.cond for c in contract.conditions if c.cond.free_symbols == {s}]
-        if least >= lo and not any(lo <= v <= hi and not _holds(c, s, v)
-                                   for c in conds for v in _SMALL):
-            continue
+        small = [c for c in conds if any(lo <= v <= hi and not _holds(c, s, v)
+                                         for v in _SMALL)]
+        if least >= lo and not small or any(not _holds(c, s, v) for c in small
+                                            for v in _ABOVE if lo <= v <= hi):
+            continue  # (`s % 2 == 0` fails at 3 too: a named Dim would be refused)
         name = _name(wheres[0], taken)
         taken.add(name)
         dim = Dim(name, min=int(min(least, lo)), max=None if hi == math.inf else int(hi))
@@ -140,3 +164,31 @@ def _name(where: str, taken: set) -> str:
     while name in taken:
         name += "_"
     return name
+
+
+def wanted(ep: ExportedProgram) -> bool:
+    """Whether ``split_auto_small`` would export `ep`'s model again (``st.explain`` then
+    reports the program st.export returns)."""
+    return bool(_named(ep)[0])
+
+
+def dropped_guards(first: ExportedProgram, final: ExportedProgram, conds: list) -> list[bool]:
+    """For each condition of `first`'s trace (``conds``: its guards), whether `final` (the
+    program ``split_auto_small`` made of it) no longer relies on it: its one symbol is a dim
+    split here, and it fails at a size below 2 that `final` admits (a side of its own)."""
+    named, _ = _named(first)
+    by_where = {x.where: x for x in final.contract.symbols if x.where and x.backed}
+    small: dict[str, list[int]] = {}  # first's symbol -> the sizes below 2 final admits
+    for x in first.contract.symbols:
+        there = by_where.get(x.where) if x.where in named else None
+        if there is None:
+            continue
+        own = [c.cond for c in final.contract.conditions if c.cond.free_symbols == {there.name}]
+        small[x.name] = [v for v in _SMALL if (there.lo or 0) <= v and all(
+            _holds(c, there.name, v) for c in own)]
+    out = []
+    for cond in conds:
+        free = getattr(cond, "free_symbols", set())
+        s = next(iter(free)) if len(free) == 1 else None
+        out.append(s in small and any(not _holds(cond, s, v) for v in small[s]))
+    return out
