@@ -411,7 +411,8 @@ def _side_ranges(sides: list[Side], syms: dict, hull: dict, split: set[str]
     for name in set().union(*own):
         xs = [o[name] for o in own if name in o]
         lo, hi = min(bounds(x)[0] for x in xs), max(bounds(x)[1] for x in xs)
-        ranges[name] = dataclasses.replace(xs[0], lo=lo, hi=None if hi == math.inf else int(hi))
+        widest = next((x for x in xs if bounds(x) == (lo, hi)), xs[0])  # (its origin)
+        ranges[name] = dataclasses.replace(widest, lo=lo, hi=None if hi == math.inf else int(hi))
     checks = []
     for s, o in zip(sides, own):
         for name, x in sorted(o.items()):
