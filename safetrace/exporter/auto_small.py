@@ -31,7 +31,7 @@ from safetrace.exporter.eager_raises import ASSUMED_MIN, requirements_only
 from safetrace.exporter.program import ExportedProgram
 
 _SMALL = (0, 1)  # the sizes a condition may refuse for the dim to be split there
-_ABOVE = range(2, 18)  # sizes a condition failing at 0 or 1 must hold at to be split there
+_ABOVE = range(2, 18)  # sizes where a condition failing at 0 or 1 must fail only below some
 _HINTS = ("auto", "dynamic")  # the hints whose dims are split here (DimDecl.kind)
 _INTERNAL = "internal error:"  # (errors.internal_error / internal_exception: a bug)
 
@@ -196,8 +196,7 @@ def _named(ep: ExportedProgram) -> tuple[dict[str, Dim], dict[str, int]]:
         if held is not None and held[1] < hi:  # (`s <= 70` checked: the Dim's range, as
             hi = held[1]  # sizes above are no side of it: eager raises there)
         free[s] = (wheres, min(least, lo), lo, hi, example)
-        if least >= lo and not small or any(not _holds(c, s, v) for c in small
-                                            for v in _ABOVE if lo <= v <= hi):
+        if least >= lo and not small or not all(_from_some_size(c, s, lo, hi) for c in small):
             continue  # (`s % 2 == 0` fails at 3 too: a named Dim would be refused)
         picked.append(s)
     for group in _tied(picked, free, contract):
@@ -238,6 +237,13 @@ def _tied(picked: list[str], free: dict[str, tuple], contract: Contract) -> list
     for s in free:
         groups.setdefault(root(s), []).append(s)
     return [g for g in groups.values() if any(s in picked for s in g)]
+
+
+def _from_some_size(cond: Any, s: str, lo: float, hi: float) -> bool:
+    """Whether `cond` on `s` alone fails only below some size (``s != 1``, ``s >= 4``: a
+    side each below), looked at from 2 to 17 in [lo, hi]; not ``s % 2 == 0``."""
+    held = [_holds(cond, s, v) for v in _ABOVE if lo <= v <= hi]
+    return not held or held[-1] and held == sorted(held)
 
 
 def _holds(cond: Any, s: str, v: int) -> bool:

@@ -121,3 +121,20 @@ def test_explain_of_two_tied_masks():
     report = st.explain(SqueezedMask(), args, dynamic_shapes=({0: AUTO}, {0: AUTO}))
     assert report.ok and [c for c, _ in report.split_guards] == ["s1 != 1"]  # (mask's)
     assert "x_shape_0 == 1: its own graph" in str(report)
+
+
+class PastThree(torch.nn.Module):  # (vits: `max(t - 3, 0) >= 1`, a condition, no range)
+    def forward(self, x):
+        if max(x.shape[0] - 3, 0) >= 1:
+            return x * 2
+        return x + 1
+
+
+def test_a_condition_failing_below_some_size_is_still_split():
+    ep = st.export(PastThree(), (torch.randn(5, 3),), dynamic_shapes=({0: AUTO},))
+    ours = ep.module()
+    for n in (0, 1, 2, 3, 4, 5, 9):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ours(x), PastThree()(x), msg=f"batch {n}")
+    with pytest.raises(st.InputMismatchError):
+        ours(torch.randn(5, 4))
