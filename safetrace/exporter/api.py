@@ -11,7 +11,7 @@ import torch
 from safetrace import pytree
 from safetrace import errors as E
 from safetrace.errors.dropin import is_torch_program
-from safetrace.exporter.auto_small import auto_places, split_auto_small
+from safetrace.exporter.auto_small import auto_budget, auto_places, split_auto_small
 from safetrace.exporter.caught import eager_classes, refusals_watched
 from safetrace.exporter.fake_built import built_under
 from safetrace.exporter.global_caches import GlobalCaches
@@ -126,7 +126,8 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
 
         def every(defer: bool | frozenset, named: dict | None = None) -> ExportedProgram:
             return export_with_splits(  # (sizes 0 and 1: small_splits.py)
-                functools.partial(one, defer=defer, named=named), max_splits)
+                functools.partial(one, defer=defer, named=named),
+                max_splits + auto_budget(named))  # (Dim.AUTO sizes 0, 1: not the user's)
 
         deferred = prefer_deferred_runtime_asserts_over_guards
 

@@ -8,8 +8,12 @@ with that dim as a named Dim of the range the first program admits: the split ma
 (``splits.py``, ``small_splits.py``) traces each side of the decision and joins them (one
 graph where both sides agree, else ``torch.cond`` on the size), each side sound for its
 range by the usual machinery, and eager's requirements there stay input checks
-(``eager_raises``).  Where that export fails in any way, the first program stands, with its
-check (nothing is ever admitted that was not traced).
+(``eager_raises``).  Where that export is refused (a catalogue ``ExportError``), the first
+program stands, with its check (nothing is ever admitted that was not traced), and the
+refusal's first line is kept on it (``ep.auto_split_refusals``, shown by ``st.explain``);
+any other exception, or an internal error of safetrace's own code, is raised: a bug, never
+hidden behind the narrower program.  ``Dim.DYNAMIC`` dims are split the same way (the dim
+stays dynamic: each side is a branch of one program, nothing is specialized).
 """
 
 from __future__ import annotations
@@ -20,23 +24,29 @@ import re
 from typing import Any, Callable
 
 from safetrace.dims import Dim
+from safetrace.errors import ExportError
 from safetrace.exporter.contract import Contract
+from safetrace.exporter.dim_conditions import holding_range
 from safetrace.exporter.eager_raises import ASSUMED_MIN, requirements_only
 from safetrace.exporter.program import ExportedProgram
 
 _SMALL = (0, 1)  # the sizes a condition may refuse for the dim to be split there
+_ABOVE = range(2, 18)  # sizes where a condition failing at 0 or 1 must fail only below some
+_HINTS = ("auto", "dynamic")  # the hints whose dims are split here (DimDecl.kind)
+_INTERNAL = "internal error:"  # (errors.internal_error / internal_exception: a bug)
 
 
-def auto_places(dyn: Any, contract: Contract) -> dict[str, tuple[list[str], int]]:
+def auto_places(dyn: Any, contract: Contract) -> dict[str, tuple[list[str], int, int]]:
     """{symbol: (the input dims it is, the least size below the program's range where eager
-    computes)} of the export's Dim.AUTO dims whose size the trace left a symbol (``dyn``:
-    its ``DynamicDims``; AUTO dims made equal share one).  A range narrowed by a branch
+    computes, its example size)} of the export's Dim.AUTO / Dim.DYNAMIC dims whose size the
+    trace left a symbol (``dyn``: its ``DynamicDims``; AUTO dims made equal share one).  A
+    range narrowed by a branch
     (``if x.shape[0] > 1:``) goes down to the declared lower end; one narrowed where eager
     raises (``x[0]``, ``view(b, -1)`` at 0) stays (``eager_raises.requirements_only``)."""
-    out: dict[str, tuple[list[str], int]] = {}
+    out: dict[str, tuple] = {}
     floor: dict[str, float] = {}
     for d in dyn.decls:
-        if d.kind == "auto" and d.expr.op == "sym" and not d.scalar:
+        if d.kind in _HINTS and d.expr.op == "sym" and not d.scalar:
             e = dyn.env.simplify(d.expr)
             if e.op == "sym":
                 out.setdefault(e.name, ([], 0))[0].append(d.where)
@@ -47,8 +57,15 @@ def auto_places(dyn: Any, contract: Contract) -> dict[str, tuple[list[str], int]
         while floor[s] < least <= ASSUMED_MIN and not requirements_only(
                 dyn.env, {s: least - 1}, True):
             least -= 1
-        out[s] = (wheres, int(least))
+        out[s] = (wheres, int(least), int(dyn.env.hints[s]))
     return out
+
+
+def auto_budget(named: dict[str, Dim] | None) -> int:
+    """The splits the export with `named`'s Dims may make beyond ``max_splits``: 2 for each
+    (its sizes 0 and 1 apart, in each side of the others': mra's batch 1 and length 1, six
+    sides), which the user's Dims would have had with no Dim.AUTO dim split."""
+    return 2 * len({d.name for d in (named or {}).values()})
 
 
 def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], ExportedProgram]
@@ -57,15 +74,37 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
     whose range or run-time condition leaves out a size below 2 eager computes at traced as
     a named Dim; where that export fails or still leaves out the Dim's lowest size (``x[0]``
     at 0 under ``if x.shape[0] > 1:``: a side eager raises on), again from one size up,
-    while that is below `ep`'s range; `ep` where none is exported."""
+    while that is below `ep`'s range.  That program where it refuses fewer of those sizes
+    than `ep` (each Dim at 0 or 1, the other dims as in the example); else `ep`."""
     named, tops = _named(ep)
+    refusals: list[str] = []
+    examples = {w: e for wheres, _, e in (getattr(ep, "auto_places", None) or {}).values()
+                for w in wheres}
     best = ep
+    if named:
+        out = _climb(ep, named, tops, export_named, refusals)
+        if out is not None and _left_out(out, named, examples) < _left_out(ep, named,
+                                                                          examples):
+            best = out
+    if best is ep and refusals:
+        ep.auto_split_refusals = refusals
+    return best
+
+
+def _climb(ep: ExportedProgram, named: dict[str, Dim], tops: dict[str, int],
+           export_named: Callable[[dict], ExportedProgram], refusals: list[str]
+           ) -> ExportedProgram | None:
+    """The export with `named`'s Dims, again from one size up for each Dim whose lowest size
+    is still left out (while below its lower end in `ep`: `tops`); the last program
+    exported, None where none is (each refusal's line added to `refusals`)."""
+    best = None
     for _ in range(ASSUMED_MIN + 1):
-        if not named:
-            break
         try:
             out = export_named(named)
-        except Exception:  # noqa: BLE001 - the program as it was: its check refuses those sizes
+        except ExportError as why:  # the program as it was: its check refuses those sizes
+            if str(getattr(why, "cause", "")).startswith(_INTERNAL):
+                raise  # (a bug of safetrace's own code: reported, not hidden)
+            refusals.append(_refusal(named, why))
             out = None
         if out is not None:
             labels = {d.name for d in named.values()}  # (an AUTO dim keeps no Dim name)
@@ -85,6 +124,41 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
     return best
 
 
+def _left_out(ep: ExportedProgram, named: dict[str, Dim], examples: dict[str, int]) -> int:
+    """How many sizes below 2 of `named`'s Dims `ep` refuses, each Dim's input dims at that
+    size and every other Dim.AUTO / DYNAMIC dim as in the example (`examples`: input dim ->
+    size): outside a symbol's range, or failing a run-time condition there."""
+    n = 0
+    for name in dict.fromkeys(d.name for d in named.values()):
+        lowest = min(d.min for d in named.values() if d.name == name)
+        for v in _SMALL:
+            if v < lowest:
+                continue
+            point = {x.name: v if x.where in named and named[x.where].name == name
+                     else examples.get(x.where) for x in ep.contract.symbols if x.backed}
+            point = {k: p for k, p in point.items() if p is not None}
+            n += any(not ((x.lo or 0) <= point[x.name] <= (math.inf if x.hi is None else x.hi))
+                     for x in ep.contract.symbols if x.name in point) or any(
+                c.cond.free_symbols <= point.keys() and not _at(c.cond, point)
+                for c in ep.contract.conditions)
+    return n
+
+
+def _at(cond: Any, point: dict) -> bool:
+    try:
+        return bool(cond.evaluate(point))
+    except Exception:  # noqa: BLE001 - not decidable there: taken to hold
+        return True
+
+
+def _refusal(named: dict[str, Dim], why: ExportError) -> str:
+    """``x.shape[0] from 0: not split (DeclaredSpaceViolation: ...)``: a refused split's
+    line for ``st.explain`` (its dims, the lowest size tried, the error's first line)."""
+    dims = sorted({f"{w} from {d.min}" for w, d in named.items()})
+    first = (str(why).splitlines() or [""])[0]
+    return f"{', '.join(dims)}: not split ({type(why).__name__}: {first})"
+
+
 def _keep_origins(out: ExportedProgram, ep: ExportedProgram, named: dict) -> None:
     """The line behind each split dim's bounds in `ep` (``1 <= s0 (from ...)``), on the
     same bounds of `out`, where they are the range its Dim was given."""
@@ -97,7 +171,7 @@ def _keep_origins(out: ExportedProgram, ep: ExportedProgram, named: dict) -> Non
 
 
 def _named(ep: ExportedProgram) -> tuple[dict[str, Dim], dict[str, int]]:
-    """{input dim: Dim} for each Dim.AUTO dim (and those equal to it) whose range in `ep`
+    """{input dim: Dim} for each Dim.AUTO / DYNAMIC dim (and those equal to it) whose range in `ep`
     leaves out a size below 2 where eager computes, or that a condition of `ep`'s contract
     on its size alone refuses at 0 or 1 of its range; and {Dim name: the lower end of its
     range in `ep`}."""
@@ -107,22 +181,69 @@ def _named(ep: ExportedProgram) -> tuple[dict[str, Dim], dict[str, int]]:
     taken = set(named_dims.values())
     out: dict[str, Dim] = {}
     tops: dict[str, int] = {}
-    for s, (wheres, least) in places.items():
+    free: dict[str, tuple] = {}  # symbol -> (its input dims, lowest size, lo, hi, example)
+    picked: list[str] = []
+    for s, (wheres, least, example) in places.items():
         spec = contract.symbol(s)
         if s in named_dims or spec is None or not spec.backed:
             continue  # (an AUTO dim made equal to a named Dim: splits.py's)
         lo = 0 if spec.lo is None else spec.lo
         hi = math.inf if spec.hi is None else spec.hi
         conds = [c.cond for c in contract.conditions if c.cond.free_symbols == {s}]
-        if least >= lo and not any(lo <= v <= hi and not _holds(c, s, v)
-                                   for c in conds for v in _SMALL):
-            continue
+        small = [c for c in conds if any(lo <= v <= hi and not _holds(c, s, v)
+                                         for v in _SMALL)]
+        held = holding_range([c for c in conds if c not in small], s, example, lo, hi, {})
+        if held is not None and held[1] < hi:  # (`s <= 70` checked: the Dim's range, as
+            hi = held[1]  # sizes above are no side of it: eager raises there)
+        free[s] = (wheres, min(least, lo), lo, hi, example)
+        if least >= lo and not small or not all(_from_some_size(c, s, lo, hi) for c in small):
+            continue  # (`s % 2 == 0` fails at 3 too: a named Dim would be refused)
+        picked.append(s)
+    for group in _tied(picked, free, contract):
+        wheres = [w for s in group for w in free[s][0]]
         name = _name(wheres[0], taken)
         taken.add(name)
-        dim = Dim(name, min=int(min(least, lo)), max=None if hi == math.inf else int(hi))
+        hi = min(free[s][3] for s in group)
+        dim = Dim(name, min=int(max(free[s][1] for s in group)),
+                  max=None if hi == math.inf else int(hi))
         out.update((where, dim) for where in wheres)  # (the same Dim: equal sizes)
-        tops[name] = int(lo)
+        tops[name] = int(max(free[s][2] for s in group))
     return out, tops
+
+
+def _tied(picked: list[str], free: dict[str, tuple], contract: Contract) -> list[list[str]]:
+    """The groups of symbols traced as one Dim: each of `picked`, with the Dim.AUTO / DYNAMIC
+    sizes (`free`) of the example's value that an equation of the program puts on its other
+    side (``s0*s1 == s2*s3``, mra's ids and mask: batch with batch, length with length),
+    so that a side at batch 1 has both at 1 (apart, the equation breaks there: eager raises).
+    The program then takes them equal (narrower than the relation: refused otherwise)."""
+    parent = {s: s for s in free}
+
+    def root(s: str) -> str:
+        while parent[s] != s:
+            s = parent[s]
+        return s
+
+    for c in contract.conditions:
+        if c.cond.op != "eq" or len(c.cond.args) != 2:
+            continue
+        left, right = (a.free_symbols for a in c.cond.args)
+        for a in left - right:
+            for b in right - left:
+                if a in free and b in free and free[a][4] == free[b][4] and \
+                        (a in picked or b in picked):
+                    parent[root(a)] = root(b)
+    groups: dict[str, list[str]] = {}
+    for s in free:
+        groups.setdefault(root(s), []).append(s)
+    return [g for g in groups.values() if any(s in picked for s in g)]
+
+
+def _from_some_size(cond: Any, s: str, lo: float, hi: float) -> bool:
+    """Whether `cond` on `s` alone fails only below some size (``s != 1``, ``s >= 4``: a
+    side each below), looked at from 2 to 17 in [lo, hi]; not ``s % 2 == 0``."""
+    held = [_holds(cond, s, v) for v in _ABOVE if lo <= v <= hi]
+    return not held or held[-1] and held == sorted(held)
 
 
 def _holds(cond: Any, s: str, v: int) -> bool:
@@ -140,3 +261,31 @@ def _name(where: str, taken: set) -> str:
     while name in taken:
         name += "_"
     return name
+
+
+def wanted(ep: ExportedProgram) -> bool:
+    """Whether ``split_auto_small`` would export `ep`'s model again (``st.explain`` then
+    reports the program st.export returns)."""
+    return bool(_named(ep)[0])
+
+
+def dropped_guards(first: ExportedProgram, final: ExportedProgram, conds: list) -> list[bool]:
+    """For each condition of `first`'s trace (``conds``: its guards), whether `final` (the
+    program ``split_auto_small`` made of it) no longer relies on it: its one symbol is a dim
+    split here, and it fails at a size below 2 that `final` admits (a side of its own)."""
+    named, _ = _named(first)
+    by_where = {x.where: x for x in final.contract.symbols if x.where and x.backed}
+    small: dict[str, list[int]] = {}  # first's symbol -> the sizes below 2 final admits
+    for x in first.contract.symbols:
+        there = by_where.get(x.where) if x.where in named else None
+        if there is None:
+            continue
+        own = [c.cond for c in final.contract.conditions if c.cond.free_symbols == {there.name}]
+        small[x.name] = [v for v in _SMALL if (there.lo or 0) <= v and all(
+            _holds(c, there.name, v) for c in own)]
+    out = []
+    for cond in conds:
+        free = getattr(cond, "free_symbols", set())
+        s = next(iter(free)) if len(free) == 1 else None
+        out.append(s in small and any(not _holds(cond, s, v) for v in small[s]))
+    return out

@@ -109,7 +109,8 @@ class DynamicDims(NamedRelations):
         for d, (n, e) in enumerate(zip(shape, entries)):
             place = path if scalar else f"{path}.shape[{d}]"
             where = f"dynamic_shapes for {place}"
-            if isinstance(e, DimHint) and e.kind == "auto" and place in self.auto_named:
+            if isinstance(e, DimHint) and e.kind in ("auto", "dynamic") and \
+                    place in self.auto_named:
                 e = self.auto_named[place]  # (its sizes 0 and 1 split apart: auto_small.py)
             if e is None or (isinstance(e, DimHint) and e.kind == "static"):
                 if e is not None and (e.min is not None or e.max is not None):

@@ -14,8 +14,8 @@ from typing import Any
 import torch
 
 from safetrace.errors import DeclaredSpaceViolation, StructuredError, Violation
-from safetrace.exporter import python_state
-from safetrace.exporter.api import Exporter
+from safetrace.exporter import auto_small, python_state
+from safetrace.exporter.api import Exporter, export
 from safetrace.exporter.global_caches import GlobalCaches
 from safetrace.exporter.split_report import describe
 from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
@@ -41,6 +41,9 @@ class ExplainReport:
         self.problems: list[Problem] = []
         self.dims: dict[str, str] = {}
         self.guards: list[tuple[str, str]] = []
+        # guards of the first trace the program no longer relies on: a Dim.AUTO / DYNAMIC
+        # size they refuse at 0 or 1 is a split's side of its own (exporter/auto_small.py)
+        self.split_guards: list[tuple[str, str]] = []
         # questions on data-dependent sizes answered size-obliviously:
         # (condition assumed, kind, why, where, asserted at run time)
         self.settled: list[tuple[str, str, str, str, bool]] = []
@@ -92,13 +95,16 @@ class ExplainReport:
                               DeclaredSpaceViolation.kind))
         self.suggestion = suggestion
 
-    def finish(self) -> None:
+    def finish(self, dropped: list[bool] | None = None) -> None:
+        """The report's data; ``dropped``: per guard of the first trace, whether the
+        program no longer relies on it (``auto_small.dropped_guards``)."""
         if self.contract is not None:
             self.dims = self.contract.dims_report()
         if self.env is not None:
-            for g in self.env.guards:
+            for i, g in enumerate(self.env.guards):
                 where = short(g.origin) if isinstance(g.origin, str) and g.origin else ""
-                self.guards.append((str(g.cond), where))
+                split = dropped is not None and i < len(dropped) and dropped[i]
+                (self.split_guards if split else self.guards).append((str(g.cond), where))
             for s in self.env.settled:
                 where = short(s.origin) if isinstance(s.origin, str) and s.origin else ""
                 self.settled.append((str(s.cond), s.kind, s.why, where, s.asserted))
@@ -122,11 +128,12 @@ class ExplainReport:
         if self.dims:
             lines.append("Dims (declared dynamic -> as traced):")
             lines += [f"  {k}: {v}" for k, v in self.dims.items()]
-        if self.guards:
+        if self.guards or self.split_guards:
             lines.append("Guards (conditions the traced program relies on):" if not self.splits
                          else "Guards (of the first trace; the splits dispatch on their "
-                              "conditions):")
+                              "conditions; [split]: each answer traced, see Splits):")
             lines += [f"  {c}  {'at ' + w if w else ''}" for c, w in self.guards]
+            lines += [f"  {c} [split]  {'at ' + w if w else ''}" for c, w in self.split_guards]
         if self.settled:
             lines.append("Settled size-obliviously (data-dependent questions answered for "
                          "every size; [asserted]: checked at run time; [split]: both answers "
@@ -205,7 +212,30 @@ def explain(model: Any, args: tuple = (), kwargs: dict | None = None, *,
             report.suggestion = ""
             report.splits = describe(ep.graph)
             report.contract = ep.contract
+    dropped = None
+    if report.ok and ep is not None and auto_small.wanted(ep):  # (as st.export does)
+        ep, dropped = _auto_split(report, ep, model, args, kwargs, dynamic_shapes)
     if report.ok:
         report.program = ep
-    report.finish()
+    report.finish(dropped)
     return report
+
+
+def _auto_split(report: ExplainReport, ep: Any, model: Any, args: tuple, kwargs: dict | None,
+                dynamic_shapes: Any) -> tuple[Any, list[bool] | None]:
+    """The program st.export returns where a Dim.AUTO / DYNAMIC dim's sizes 0 and 1 are
+    split apart (``exporter/auto_small.py``), its splits, contract and refused splits in
+    the report; and which guards of `ep`'s trace it no longer relies on."""
+    try:
+        final = export(model, args, kwargs, dynamic_shapes=dynamic_shapes)
+    except Exception as exc:  # noqa: BLE001 - the first trace's report stands; say why
+        report.splits.append(f"Dim.AUTO / DYNAMIC sizes 0 and 1: not possible: "
+                             f"{(str(exc).splitlines() or [''])[0]}")
+        return ep, None
+    report.splits = describe(final.graph) + [
+        f"Dim.AUTO / DYNAMIC sizes 0 and 1 of {line}"
+        for line in getattr(final, "auto_split_refusals", ())]
+    report.contract = final.contract
+    env = report.env  # (a guard on a symbol made equal to another after: in its terms)
+    conds = [env.simplify(g.cond) for g in env.guards] if env is not None else []
+    return final, auto_small.dropped_guards(ep, final, conds)

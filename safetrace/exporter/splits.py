@@ -307,8 +307,11 @@ def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> Export
         if sk[:1] + sk[2:] != key:
             raise Unsplittable("the sides' signatures differ")
         subst = point_subst(s, syms)
-        if contract_key(ref.ep.contract, subst, skip) != \
-                contract_key(s.ep.contract, {}, skip):
+        mine, theirs = contract_key(ref.ep.contract, subst, skip), \
+            contract_key(s.ep.contract, {}, skip)
+        if mine[0] != theirs[0] or [x[::3] for x in mine[1]] != [x[::3] for x in theirs[1]]:
+            # (a range of another size may differ: `b >= 1` where `b*t != 0` at t == 1,
+            # checked on that side's region alone, _side_ranges)
             raise Unsplittable(f"the input contract differs for {_region_text(s.region)}")
     for s in sides:  # ep.module() finds in-place writes of parameters in the top graph only
         params = {x.name for x in s.ep.graph_signature.input_specs if x.kind == "parameter"}
@@ -371,11 +374,12 @@ def _union_contract(sides: list[Side], ref: Side, syms: dict, clamped: list[str]
     hull = {d: (min(s.region[d][0] for s in sides if d in s.region),
                 max(s.region[d][1] for s in sides if d in s.region)) for d in syms}
     by_sym = {syms[d]: r for d, r in hull.items()}
+    ranges, checks = _side_ranges(sides, syms, hull, set(by_sym))
     symbols = tuple(dataclasses.replace(x, lo=by_sym[x.name][0],
                                         hi=None if by_sym[x.name][1] == math.inf
                                         else int(by_sym[x.name][1]),
                                         origin="".join(dict.fromkeys(clamped)))
-                    if x.name in by_sym else x for x in c.symbols)
+                    if x.name in by_sym else ranges.get(x.name, x) for x in c.symbols)
     ref_conds = residual_conditions(c, {})
     same = all(residual_conditions(s.ep.contract, {}) == residual_conditions(c, point_subst(s, syms))
                for s in sides)
@@ -385,11 +389,40 @@ def _union_contract(sides: list[Side], ref: Side, syms: dict, clamped: list[str]
         conditions = tuple(
             Condition(or_(not_(_region_pred(s.region, syms, hull)), cond.cond), cond.origin)
             for s in sides for cond in s.ep.contract.conditions)
+    conditions += checks
     if clamped and not _tiles(sides, hull):  # sizes inside the hull no side admits
         covered = or_(*(_region_pred(s.region, syms, hull) for s in sides))
         if covered is not TRUE:
             conditions += (Condition(covered, "; ".join(dict.fromkeys(clamped))),)
     return dataclasses.replace(c, symbols=symbols, conditions=conditions)
+
+
+def _side_ranges(sides: list[Side], syms: dict, hull: dict, split: set[str]
+                 ) -> tuple[dict[str, SymbolRange], tuple[Condition, ...]]:
+    """The range of each other input size over all sides (their hull), and a condition for
+    each side whose own range of it is narrower, on that side's region alone (at t == 1
+    the batch's `b*t != 0` is the range `b >= 1`, the other sides' a condition)."""
+    def bounds(x: SymbolRange) -> tuple[int, float]:
+        return x.lo or 0, math.inf if x.hi is None else x.hi
+
+    own = [{x.name: x for x in s.ep.contract.symbols if x.backed and x.name not in split}
+           for s in sides]
+    ranges: dict[str, SymbolRange] = {}
+    for name in set().union(*own):
+        xs = [o[name] for o in own if name in o]
+        lo, hi = min(bounds(x)[0] for x in xs), max(bounds(x)[1] for x in xs)
+        widest = next((x for x in xs if bounds(x) == (lo, hi)), xs[0])  # (its origin)
+        ranges[name] = dataclasses.replace(widest, lo=lo, hi=None if hi == math.inf else int(hi))
+    checks = []
+    for s, o in zip(sides, own):
+        for name, x in sorted(o.items()):
+            (lo, hi), (hlo, hhi) = bounds(x), bounds(ranges[name])
+            parts = ([ge(sym(name), lo)] if lo > hlo else []) + (
+                [le(sym(name), int(hi))] if hi < hhi else [])
+            if parts:
+                checks.append(Condition(or_(not_(_region_pred(s.region, syms, hull)),
+                                            and_(*parts)), x.origin))
+    return ranges, tuple(checks)
 
 
 def _tiles(sides: list[Side], hull: dict) -> bool:
