@@ -34,9 +34,13 @@ def test_a_size_recorded_modulo_a_size_loads_and_runs(tmp_path):
         want = Tail()(x)
         for prog in (ep, loaded, again):
             torch.testing.assert_close(prog.module()(x), want)
-    for n in (0, 1, 4):   # (the program's requirement: v0 holds 3 rows; refused before
-        for prog in (ep, loaded, again):   # running, by every copy)
-            with pytest.raises(st.InputMismatchError):
-                prog.module()(torch.randn(n, 4))
+    for n in (0, 1, 2, 3, 4):   # (v0 with fewer than 3 rows: session 30's program required
+        x = torch.randn(n, 4)   # them; the sides of that guard are joined since session 33)
+        want = Tail()(x)
+        for prog in (ep, loaded, again):
+            torch.testing.assert_close(prog.module()(x), want)
+    for prog in (ep, loaded, again):   # out of the declared space: refused by every copy
+        with pytest.raises(st.InputMismatchError):
+            prog.module()(torch.randn(6, 5))
     with pytest.raises(st.InputMismatchError):
         loaded.module()(torch.randn(6, 5))
