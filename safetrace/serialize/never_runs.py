@@ -311,6 +311,9 @@ def misused_kind(op: Any, args: Any, kwargs: dict, int_cls: type) -> str | None:
     (``abs(n)``, ``cat(n)``), one number for a size list of no fixed length
     (``view(x, n)``).  Inside a subgraph a placeholder is whatever the call passes, so
     the allowlist's check of the file's arguments cannot tell these apart."""
+    single = _one_element(op, args)
+    if single is not None:
+        return single
     positional, kinds = signature(op)
     given = {**dict(zip(positional, args if isinstance(args, (tuple, list)) else ())),
              **kwargs}
@@ -340,6 +343,22 @@ def misused_kind(op: Any, args: Any, kwargs: dict, int_cls: type) -> str | None:
                 not isinstance(v, (list, tuple)) or any(number(x) for x in v)):
             return f"it takes {kind} for {arg!r}, given {type(v).__name__}"
     return None
+
+
+def _one_element(op: Any, args: Any) -> str | None:
+    """``item()`` of a tensor whose sizes are numbers, not one element (a stored tensor
+    declared ``[0, 2**30, 2**30]``): torch refuses it whatever the inputs (hostile probe,
+    session 33, class ``zerodims``)."""
+    if getattr(op, "_opname", None) not in ("item", "_local_scalar_dense") or \
+            not isinstance(args, (tuple, list)) or not args or \
+            not isinstance(args[0], (TensorMeta, torch.Tensor)) or \
+            not all(type(s) is int for s in args[0].shape):
+        return None
+    numel = 1
+    for s in args[0].shape:
+        numel *= s
+    return None if numel == 1 else (f"it takes a tensor of one element, given one of "
+                                    f"{numel} ({list(args[0].shape)})")
 
 
 # (stands for a value the loader cannot work out that its operator's schema says is a
