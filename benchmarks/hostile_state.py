@@ -178,5 +178,9 @@ def _parent(head: dict, doc: dict, data: bytes, rng: random.Random) -> tuple | N
     if not calls or not targets:
         return None
     n = rng.choice(calls)
-    n.update(op="get_attr", target=targets[0], args=[], kwargs={})
+    for k in ("args", "kwargs"):  # (a get_attr node of the format: name, op, target)
+        n.pop(k, None)
+    n.update(op="get_attr", target=targets[0])
+    if rng.random() < 0.5:
+        n.pop("meta", None)
     return f"{g.get('path')}:{n['name']}=get_attr({targets[0]})", data
