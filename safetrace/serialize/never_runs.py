@@ -339,10 +339,20 @@ def misused_kind(op: Any, args: Any, kwargs: dict, int_cls: type) -> str | None:
                 return f"it takes {kind} for {arg!r} (of no fixed length), given one number"
         if kind == "Tensor" and number(v) and not takes_numbers(op):
             return f"it takes a tensor for {arg!r}, given the number {v}"
+        if kind == "Tensor" and number(v) and arg in _written(op):  # (``mul_(0.5, x)``:
+            # torch writes a 0-d temporary, of another shape than the result but for a
+            # 0-d other operand; the exporter never records one: session 33, seed 3302)
+            return f"it writes {arg!r} in place, given the number {v}"
         if kind.startswith("List[") and "Tensor" in kind and v is not _UNSEEN and (
                 not isinstance(v, (list, tuple)) or any(number(x) for x in v)):
             return f"it takes {kind} for {arg!r}, given {type(v).__name__}"
     return None
+
+
+def _written(op: Any) -> frozenset:
+    """The arguments ``op``'s schema writes in place (``self`` of ``mul_``)."""
+    return frozenset(a.name for a in op._schema.arguments
+                     if a.alias_info is not None and a.alias_info.is_write)
 
 
 def _one_element(op: Any, args: Any) -> str | None:
