@@ -133,6 +133,24 @@ class AsRecorded:
                          "returns; the file records it", self._meta, True)
         return got
 
+    def _number_unknown(self, node: torch.fx.Node) -> None:
+        """A number the loader cannot work out (size arithmetic of a size read from data it
+        cannot reduce: ``min(u0, 5)`` of a clamped read) recorded as a symbolic size: its
+        record is checked before its
+        first use, at each call (it was kept as written: a file recording ``u0`` for the
+        ``min`` printed, saved and converted ``u0`` where the call computed 5; session
+        33).  A record naming a size no earlier value gives is that size (``_check_size``)."""
+        val = node.meta.get("val")
+        if isinstance(val, (bool, int)) or not _is_int(val) or not node.users:
+            return  # (a number recorded as a number is kept: our files record size-oblivious
+            # answers, ``min(u0, 2)`` as 2 where the assertion after it makes it so)
+        after = _after(node, False)
+        if after is None:
+            return
+        got = new_symbolic(self.env.new_unbacked(None, None, name=self._fresh()), self.env)
+        self._check_size(got, val, after, f"{got} is what {node.name!r} ({node.target}) "
+                         "returns; the file records it", {**self._meta, node: got}, False)
+
     def _list_as_recorded(self, node: torch.fx.Node, late: bool = False) -> None:
         """A custom op's ``List[Tensor]`` the loader cannot work out (``late``: any list of
         tensors): its length and each element's dtype and rank are checked right after it
@@ -258,12 +276,16 @@ class AsRecorded:
                 where = _with(real.get(node), path, got)
                 if where is None:  # (a number in a list: no value of it a check reads)
                     raise _unreadable(node, f"its value at {list(path)}")
-                real[node] = where[0]
+                soft = (node, tuple(path)) in self.recorded.soft  # (a number's record: where
+                # no check can read it, kept as written, and later checks do not read it)
+                held = {**real, node: where[0]} if soft else real
+                held[node] = where[0]
                 cond = eq(got.expr, size) if not isinstance(size, tuple) else \
                     _in_range(got.expr, *size[1:])
                 self.inline.append((cond, after, f"{got} is {where[1]} of what {node.name!r} "
-                                    f"({node.target}) returns; the file records it", real))
-                self.late_checks[(after, cond)] = node.name
+                                    f"({node.target}) returns; the file records it", held))
+                if not soft:
+                    self.late_checks[(after, cond)] = node.name
 
     def refuse_late(self, dropped: list) -> None:
         """Refuse the file where a record past the analysis' time, or one the loader could

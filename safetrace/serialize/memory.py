@@ -308,6 +308,7 @@ class StaticMemory(SubgraphMemory, AsRecorded):
                 never_runs.division(self.env, node, args)
             out = _python(target, args, self.env)
             if out is _UNKNOWN or not all(_simple(x.expr) for x in _sizes(out)):
+                self._number_unknown(node)  # (its record checked at call)
                 return _UNKNOWN, _UNKNOWN
             if node.graph is self.main:
                 never_runs.int64(self.env, node, out)

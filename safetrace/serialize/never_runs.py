@@ -311,6 +311,9 @@ def misused_kind(op: Any, args: Any, kwargs: dict, int_cls: type) -> str | None:
     (``abs(n)``, ``cat(n)``), one number for a size list of no fixed length
     (``view(x, n)``).  Inside a subgraph a placeholder is whatever the call passes, so
     the allowlist's check of the file's arguments cannot tell these apart."""
+    single = _one_element(op, args)
+    if single is not None:
+        return single
     positional, kinds = signature(op)
     given = {**dict(zip(positional, args if isinstance(args, (tuple, list)) else ())),
              **kwargs}
@@ -336,10 +339,36 @@ def misused_kind(op: Any, args: Any, kwargs: dict, int_cls: type) -> str | None:
                 return f"it takes {kind} for {arg!r} (of no fixed length), given one number"
         if kind == "Tensor" and number(v) and not takes_numbers(op):
             return f"it takes a tensor for {arg!r}, given the number {v}"
+        if kind == "Tensor" and number(v) and arg in _written(op):  # (``mul_(0.5, x)``:
+            # torch writes a 0-d temporary, of another shape than the result but for a
+            # 0-d other operand; the exporter never records one: session 33, seed 3302)
+            return f"it writes {arg!r} in place, given the number {v}"
         if kind.startswith("List[") and "Tensor" in kind and v is not _UNSEEN and (
                 not isinstance(v, (list, tuple)) or any(number(x) for x in v)):
             return f"it takes {kind} for {arg!r}, given {type(v).__name__}"
     return None
+
+
+def _written(op: Any) -> frozenset:
+    """The arguments ``op``'s schema writes in place (``self`` of ``mul_``)."""
+    return frozenset(a.name for a in op._schema.arguments
+                     if a.alias_info is not None and a.alias_info.is_write)
+
+
+def _one_element(op: Any, args: Any) -> str | None:
+    """``item()`` of a tensor whose sizes are numbers, not one element (a stored tensor
+    declared ``[0, 2**30, 2**30]``): torch refuses it whatever the inputs (hostile probe,
+    session 33, class ``zerodims``)."""
+    if getattr(op, "_opname", None) not in ("item", "_local_scalar_dense") or \
+            not isinstance(args, (tuple, list)) or not args or \
+            not isinstance(args[0], (TensorMeta, torch.Tensor)) or \
+            not all(type(s) is int for s in args[0].shape):
+        return None
+    numel = 1
+    for s in args[0].shape:
+        numel *= s
+    return None if numel == 1 else (f"it takes a tensor of one element, given one of "
+                                    f"{numel} ({list(args[0].shape)})")
 
 
 # (stands for a value the loader cannot work out that its operator's schema says is a

@@ -17,7 +17,7 @@ import torch
 from safetrace.progress import task
 from safetrace.errors import ExportError, LoadError
 from safetrace.errors.load import bad_file, bad_source, over_budget
-from safetrace.serialize import lease, tensorfile
+from safetrace.serialize import declared, lease, tensorfile
 from safetrace.serialize.budgets import Budgets, budgets_of, json_shape
 from safetrace.serialize.codec import expr_budget
 from safetrace.serialize.rebuild import Builder
@@ -119,13 +119,20 @@ def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets,
     if mapped and not isinstance(source, (str, os.PathLike)):
         raise bad_source(f"st.load(..., mmap=True) maps a file given by its path; got a "
                          f"{type(source).__name__}", "st.load(path, mmap=True), or drop mmap=True")
+    docs: list = []
+
+    def check(metadata: dict, header: dict) -> None:
+        # the program, and its state against the header, before any tensor is read
+        docs.append(_document(metadata, budgets))
+        declared.program_tensors(docs[-1], header)
+
     try:
-        container = _container(source, budgets, mapped)
+        container = _container(source, budgets, mapped, check)
     except OSError as err:
         raise bad_source(f"cannot read the program file: {err}") from None
-    doc = _document(container.metadata, budgets)
+    doc = docs[-1]
     try:
-        external = _external(weights, budgets, mapped) if weights is not None else None
+        external = _external(weights, budgets, mapped, doc) if weights is not None else None
     except OSError as err:
         raise bad_file(None, f"cannot read the weights file: {err}") from None
     try:
@@ -158,18 +165,18 @@ def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets,
     return ep
 
 
-def _container(source: Any, budgets: Budgets, mapped: bool) -> Any:
+def _container(source: Any, budgets: Budgets, mapped: bool, check: Any) -> Any:
     if isinstance(source, (bytes, bytearray, memoryview)):
         if memoryview(source).nbytes > budgets.max_file_bytes:
             raise over_budget(None, f"the bytes given hold over {budgets.max_file_bytes} "
                               "bytes", "max_file_bytes", memoryview(source).nbytes)
-        return tensorfile.read_bytes(source, budgets, "file")
+        return tensorfile.read_bytes(source, budgets, "file", check)
     if hasattr(source, "read"):
-        return tensorfile.read_stream(source, budgets, "file")
+        return tensorfile.read_stream(source, budgets, "file", check)
     if isinstance(source, (str, os.PathLike)):
         fd = tensorfile.open_regular(source, "program file")
         try:
-            return tensorfile.read_fd(fd, budgets, "file", mapped)
+            return tensorfile.read_fd(fd, budgets, "file", mapped, check)
         finally:
             os.close(fd)
     raise bad_source(f"st.load got {source!r:.80} of type {type(source).__name__}, which is "
@@ -239,7 +246,7 @@ def _printable(doc: Any) -> None:
             stack.extend((v, trace) for v in value)
 
 
-def _external(weights: Any, budgets: Budgets, mapped: bool) -> dict:
+def _external(weights: Any, budgets: Budgets, mapped: bool, doc: dict) -> dict:
     """Tensors given with ``weights=``: a state_dict, or a safetensors file mapped."""
     if isinstance(weights, dict):
         bad = [k for k, v in weights.items()
@@ -252,7 +259,8 @@ def _external(weights: Any, budgets: Budgets, mapped: bool) -> dict:
                              f"{type(weights).__name__}")
     fd = tensorfile.open_regular(weights, "weights file")
     try:
-        c = tensorfile.read_fd(fd, budgets, "weights file", mapped)
+        c = tensorfile.read_fd(fd, budgets, "weights file", mapped,
+                               lambda _metadata, header: declared.weights_tensors(doc, header))
     finally:
         os.close(fd)
     return _Weights({k: LazyTensor(c, k) for k in c.header}, c)

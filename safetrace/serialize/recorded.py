@@ -122,7 +122,10 @@ class Recorded:
         # its evaluation is otherwise refuted (``_rescue``)
         self.pins: dict = {}
         self.held: list = []  # (those equalities, once checked at call)
-        self._dims = False  # (whether ``_size`` compares a tensor's sizes now)
+        self._dims: Any = False  # (whether ``_size`` compares a tensor's sizes now, or
+        # "number": a number's record, whose check at call, where no check can read it,
+        # leaves it as written (``soft``) as before session 33)
+        self.soft: set = set()  # ((node, where in its value) of those)
 
     def scope(self) -> tuple:
         """What matches are known now (a subgraph's are its own: ``restore``)."""
@@ -362,7 +365,12 @@ class Recorded:
         if _is_int(rec):
             if not _is_int(der):
                 return None if isinstance(der, (float, torch.SymFloat)) else False
-            return self._size(rec, der)
+            # (a number's record, a sym_size or min of a clamped read written ``u0`` for
+            # ``min(u0, 5)``: checked at call as a tensor's size is, since session 33)
+            self._dims = "number" if not self._path and not isinstance(rec, int) else False
+            same = self._size(rec, der)
+            self._dims = False
+            return same
         return None  # (a symbolic bool or float: not compared)
 
     def _at(self, i: int, compare: Any, rec: Any, der: Any) -> bool | None:
@@ -447,6 +455,8 @@ class Recorded:
                 # 5-row ``w`` recorded [u0, 4] for [min(u0, 5), 4]; checked at call since
                 # session 31. Not held, a split side's read of the main count: as written)
                 self.unsure.append((tuple(self._path), r_in))
+                if self._dims == "number":
+                    self.soft.add((self._node, tuple(self._path)))
         return answer
 
     def _as_input(self, rec: Any, r: Expr, d: Expr) -> bool:

@@ -142,25 +142,27 @@ def open_regular(path: Any, what: str = "file") -> int:
     return fd
 
 
-def read_fd(fd: int, budgets: Budgets, where: str, mapped: bool = False) -> Container:
+def read_fd(fd: int, budgets: Budgets, where: str, mapped: bool = False,
+            check: Any = None) -> Container:
     """Parse the container behind ``fd`` and read its tensors into memory of their own
     (``mapped``: map the file copy-on-write instead); the fd may be closed after.
 
     By default the file is mapped too where the kernel grants a read lease on it, taken
     before anything is read (``lease.py``: a writer of the file then waits until the
     mapping is copied into private memory); elsewhere the data is read into private
-    memory."""
+    memory.  ``check(metadata, header)``, if given, runs once the header is parsed and
+    before any tensor's data is read or mapped (it raises to refuse the file)."""
     own = None if mapped else lease.take(fd)
     try:
-        return _read_fd(fd, budgets, where, mapped, own)
+        return _read_fd(fd, budgets, where, mapped, own, check)
     except BaseException:
         if own is not None:
             lease.release(own)
         raise
 
 
-def _read_fd(fd: int, budgets: Budgets, where: str, mapped: bool, own: int | None
-             ) -> Container:
+def _read_fd(fd: int, budgets: Budgets, where: str, mapped: bool, own: Any,
+             check: Any = None) -> Container:
     st = os.fstat(fd)
     size = st.st_size
     first = os.pread(fd, sniff.HEAD_BYTES, 0)
@@ -171,6 +173,8 @@ def _read_fd(fd: int, budgets: Budgets, where: str, mapped: bool, own: int | Non
     if len(raw) != n:
         raise truncated(where, "truncated header (the file changed while being read?)")
     metadata, header, spans = parse_header(raw, size - 8 - n, budgets, where)
+    if check is not None:
+        check(metadata, header)
     if size == 8 + n:
         if own is not None:
             lease.release(own)
@@ -193,7 +197,7 @@ def _read_fd(fd: int, budgets: Budgets, where: str, mapped: bool, own: int | Non
     except (OSError, ValueError) as err:
         if own is not None:  # (out of address space or descriptors): read it instead
             lease.release(own)
-            return _read_fd(fd, budgets, where, mapped, None)
+            return _read_fd(fd, budgets, where, mapped, None, check)  # (checked again)
         raise bad_file(where, f"cannot map the file: {err}") from None
     if os.fstat(fd).st_size != size:
         raise bad_file(where, "the file changed size while being read")
@@ -206,7 +210,7 @@ def _read_fd(fd: int, budgets: Budgets, where: str, mapped: bool, own: int | Non
     return Container(metadata, header, spans, mapping, 8 + n, mapped=(st.st_dev, st.st_ino))
 
 
-def read_bytes(buf: Any, budgets: Budgets, where: str) -> Container:
+def read_bytes(buf: Any, budgets: Budgets, where: str, check: Any = None) -> Container:
     """Parse a container held in memory; its tensors are copies (``buf`` is never written
     through them, and may change or go after the load)."""
     view = memoryview(buf)
@@ -218,6 +222,8 @@ def read_bytes(buf: Any, budgets: Budgets, where: str) -> Container:
     n = _header_length(bytes(view[:8]), view.nbytes, budgets, where)
     metadata, header, spans = parse_header(bytes(view[8:8 + n]), view.nbytes - 8 - n,
                                            budgets, where)
+    if check is not None:
+        check(metadata, header)
     tensors = _allocate(spans)
     for name, t in tensors.items():
         begin, end = spans[name]
@@ -225,7 +231,7 @@ def read_bytes(buf: Any, budgets: Budgets, where: str) -> Container:
     return Container(metadata, header, spans, tensors=tensors)
 
 
-def read_stream(f: Any, budgets: Budgets, where: str) -> Container:
+def read_stream(f: Any, budgets: Budgets, where: str, check: Any = None) -> Container:
     """Parse a container from a binary file object: the header first, then exactly the
     data it declares, each tensor read into its own memory; never more than the object
     holds (its real size, where it can tell) or the budget."""
@@ -249,6 +255,8 @@ def read_stream(f: Any, budgets: Budgets, where: str) -> Container:
         what = (f"the file object holds {left} bytes" if left is not None and limit == left
                 else f"over the budget (max_file_bytes={budgets.max_file_bytes})")
         raise bad_file(where, f"the header declares {8 + n + size} bytes; {what}")
+    if check is not None:
+        check(metadata, header)
     tensors = {}
     for name in sorted(spans, key=lambda k: spans[k][0]):
         begin, end = spans[name]

@@ -542,7 +542,11 @@ def _memory_cases(m: Maker, blob: Callable, both: Callable) -> None:
          match="holds")
     blob(me, "pipe_declares_1tib", lambda: _Pipe(_raw(_header_bytes(tib), b"\0" * 4096)),
          match="max_file_bytes")
-    gib = {"__metadata__": head["__metadata__"],
+    # (a state entry the program declares: tensors it does not are refused from the header)
+    big_doc = json.loads(head["__metadata__"]["safetrace.program"])
+    big_doc["state"].append({"name": "big", "kind": "buffer", "requires_grad": False,
+                             "parameter": False, "dtype": "float32", "shape": [1 << 36]})
+    gib = {"__metadata__": {**head["__metadata__"], "safetrace.program": json.dumps(big_doc)},
            "state:big": {"dtype": "F32", "shape": [1 << 36], "data_offsets": [0, 1 << 38]}}
     blob(me, "pipe_declares_256gib", lambda: _Pipe(_raw(_header_bytes(gib), b"\0" * 4096)),
          match="truncated")
@@ -551,7 +555,8 @@ def _memory_cases(m: Maker, blob: Callable, both: Callable) -> None:
                                                                           (i + 1) << 24]}
         for i in range(1 << 12)})
     blob(me, "pipe_declares_64gb_in_16mb_tensors",
-         lambda: _Pipe(_raw(_header_bytes(many), b"\0" * 4096)), match="truncated")
+         lambda: _Pipe(_raw(_header_bytes(many), b"\0" * 4096)),
+         match="truncated|not declared by the program")
 
 
 def _alloc_cases(m: Maker, blob: Callable, both: Callable, warm: bool = True) -> None:

@@ -115,3 +115,60 @@ def test_branch_count_recorded_as_a_number_is_checked_at_call():
     for x in (torch.tensor([1, 1]), torch.tensor([0, 0]), torch.tensor([4, 0, 0])):
         with pytest.raises(st.RuntimeAssertionError, match=r"'slice_1' .*the file records"):
             mod(x)
+
+
+class _Rows(torch.nn.Module):
+    """``w[:n]``'s row count used as a number: the graph computes ``min(u0, 5)`` with
+    ``builtins.min``, a number the loader's evaluation does not reduce."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(5, 4))
+
+    def forward(self, x):
+        n = x.sum().item()
+        torch._check(n >= 0)
+        t = self.w[:n]
+        return torch.zeros(t.shape[0]) + 1, t * 2
+
+
+@pytest.mark.parametrize("record", ["u0", ["add", "u0", 1]])
+@pytest.mark.parametrize("query", [False, True])
+def test_a_number_recorded_for_clamped_rows_is_checked_at_call(record, query):
+    """The ``min`` node's record written ``u0`` (or ``u0 + 1``), every tensor's record left
+    true (a record that is a number is kept as written: our files record size-oblivious
+    answers, ``min(u0, 2)`` as 2 where an assertion after it makes it so):
+    kept as written before (session 33: a number the loader could not work out had no
+    check), so the loaded program printed, saved and converted ``min_1 = u0`` where the
+    call computed 5 (at a count of 7).  Checked before its first use now.  ``query``: the
+    number is ``sym_size(w[:n], 0)`` instead, which the loader works out as ``min(u0,
+    5)`` and could not prove the record (a number's record was kept as written where a
+    tensor's size was checked at call, session 31)."""
+    torch.manual_seed(0)
+    m = _Rows()
+    doc, tensors = hostile.parts(_saved(m))
+    node = next(n for n in doc["nodes"] if n["meta"].get("val") == {"symint": ["min", "u0", 5]})
+    node["meta"]["val"] = {"symint": record}
+    if query:
+        node.update(target="torch.ops.aten.sym_size.int", args=[{"node": "slice_1"}, 0])
+    if query and record != "u0":  # (the loader's min(u0, 5) is never u0 + 1: refuted)
+        with pytest.raises(st.LoadError, match="records its value as u0 \\+ 1"):
+            st.load(hostile.pack(doc, tensors))
+        return
+    mod = st.load(hostile.pack(doc, tensors)).module()
+    if record == "u0":
+        holds = [torch.tensor([1, 1]), torch.tensor([0]), torch.tensor([5]), torch.tensor([3])]
+        lies = [torch.tensor([7]), torch.tensor([40, 1])]
+    else:  # (u0 + 1: never min(u0, 5))
+        holds = []
+        lies = [torch.tensor([7]), torch.tensor([0]), torch.tensor([2, 1])]
+    for x in holds:  # (where the record holds: as eager)
+        for g, w in zip(mod(x), m(x)):
+            torch.testing.assert_close(g, w)
+    for x in lies:
+        with pytest.raises(st.RuntimeAssertionError, match=rf"'{node['name']}' .*the file "
+                                                           "records it"):
+            mod(x)
+    for x in (torch.tensor([1, 1]), torch.tensor([7]), torch.tensor([0])):  # (the file's own)
+        for g, w in zip(st.load(_saved(m)).module()(x), m(x)):
+            torch.testing.assert_close(g, w)
