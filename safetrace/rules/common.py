@@ -170,6 +170,9 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
         return b
     ha, hb = hint_of(a), hint_of(b)
     if ha is not None and hb is not None:
+        small = _zero_or_one_broadcast(a, b)
+        if small is not None:
+            return small
         if ha == hb:
             if ha == 1:  # a Dim.AUTO size 1 stays 1 (as torch.export specializes it), so
                 if _flexible(a) and a == 1:  # the other size keeps its declared range
@@ -240,6 +243,31 @@ def _broadcasts_to(a: Size, b: Size) -> bool:
     if isinstance(a, SymInt) and a.expr.op != "sym" and isinstance(b, (int, SymInt)):
         return bool((a == 1) | (a == b))
     return bool(a == 1)
+
+
+def _zero_or_one_broadcast(a: Size, b: Size) -> Size | None:
+    """One size an expression within 0..1 by its form (``x.flatten()[:1]``: ``min(n, 1)``)
+    that no proven condition ties to the other: eager broadcasts it where it is 1, and where
+    it is 0 the other is 0 or 1 and the result is 0, so the result is exactly `a * b`.  Only
+    eager's own condition is required (a == 1, b == 1 or a == b), where a guard of the
+    example's side (`a == b`, or `a == 1`) refused `1` against `0`, which eager runs."""
+    for s, o in ((a, b), (b, a)):
+        if isinstance(s, SymInt) and _capped_at_one(s.expr) and not _flexible(o) and \
+                cond_true(s >= 0) and not cond_true((s == 1) | (s == o)):
+            bool((a == 1) | (b == 1) | (a == b))  # eager's condition (it holds at the example)
+            return a * b
+    return None
+
+
+def _capped_at_one(e: Any) -> bool:
+    """An expression at most 1 by its own form (`min(n, 1)`, `max(min(n, 1), 0)`), not by
+    facts of one side of a split (`min(a, b)` where a <= 1: that side keeps the other's
+    relation to it, so the sides' results stay one expression)."""
+    if e.op == "const":
+        return e.value <= 1
+    if e.op == "min":
+        return any(_capped_at_one(a) for a in e.args)
+    return e.op == "max" and all(_capped_at_one(a) for a in e.args)
 
 
 def _one_only_below_two(size: Size) -> bool:

@@ -76,8 +76,9 @@ def _basic(tr: Recorder, x: Any, index: Any) -> tuple[Any, list, bool]:
                 raise errors.slice_step(step)
             if step is not None and not (isinstance(step, int) and step == 1):
                 _positive_step(step)
-            if not (start is None and stop is None and (step is None or step == 1)):
-                args = (x, d, start, stop) + ((step,) if step not in (None, 1) else ())
+            one = step is None or (isinstance(step, int) and step == 1)   # (a symbolic step
+            if not (start is None and stop is None and one):   # is sliced: no `== 1` asked)
+                args = (x, d, start, stop) + (() if one else (step,))
                 x = _view(tr, aten.slice.Tensor, args)
             advanced.append(None)
             d += 1

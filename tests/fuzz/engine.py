@@ -307,7 +307,9 @@ def count_pin(message: str) -> bool:
     pieces and reads them as a whole (a Python loop or ``len`` of them): their number is
     the example's in a graph (trace/pieces.py pins it only there); or any requirement of
     a ``while`` line on sizes (``while k > 1: k //= 2``): unrolled, its count is a traced
-    side's (a range of sizes, ``abs(n - 3) <= 3``, or the bound a ``Dim.DYNAMIC`` took)."""
+    side's (a range of sizes, ``abs(n - 3) <= 3``, or the bound a ``Dim.DYNAMIC`` took); or a
+    requirement of a line that picks a dim by its size (``x.shape.index(max(x.shape))``):
+    the op's dim is one Python int in a graph, the example's (as torch.export's guard)."""
     if re.match(r"(FailedCondition|OutOfRange): .*?\(from `while [^`]*` at ", message, re.S):
         return True
     m = re.match(r"FailedCondition: the inputs violate `(.*)`, required \(from `(.*?)` at ",
@@ -316,8 +318,12 @@ def count_pin(message: str) -> bool:
         return False
     cond, line = m.group(1), m.group(2)
     if re.search(r"\bfor \w+ in range\(", line):   # a loop counted by a size (a statement
-        # or a comprehension): unrolled
-        return all(re.search(r" == \d+\)?$", part) for part in cond.split(" or "))
+        # or a comprehension): unrolled; its count is the example's, or a traced side's
+        # range of counts (`min(n, 3) >= 3`, or an `or` of such parts)
+        return all(re.search(r" (==|>=|<=|>|<) \d+\)?$", part) for part in cond.split(" or "))
+    if re.search(r"\.shape\.index\(", line):   # a dim chosen among sizes (`x.amax(dim=x.shape
+        # .index(max(x.shape)))`): a graph's op takes one dim, the example's (seed 3404)
+        return True
     return bool(re.search(r" == \d+$", cond) and _PIECES.search(line) and _WHOLE.search(line))
 
 

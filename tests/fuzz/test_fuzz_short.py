@@ -215,7 +215,12 @@ def test_a_pinned_count_of_pieces_read_whole_is_counted_by_design():
     rounds = (head + "`(min(x.shape[0]*x.shape[1], 3) == 0) or (min(x.shape[0]*x.shape[1], 3) "
                      "== 3)`, required (from `for _ in range(min(x.numel(), 3)):` at p:10)")
     assert count_pin(rounds)
-    assert not count_pin(rounds.replace("== 3)`", ">= 3)`"))
+    assert count_pin(rounds.replace("== 3)`", ">= 3)`"))   # a traced side's range of counts
+    assert not count_pin(rounds.replace("== 3)`", "== x.shape[1])`"))
+    assert not count_pin(rounds.replace("for _ in range(min(x.numel(), 3)):", "v = x[:3]"))
+    # a dim picked by its size (fuzz seed 3404): one dim in a graph, the example's
+    assert count_pin(head + "`z.shape[0] == max(y.shape[3], z.shape[0], z.shape[2])`, required "
+                            "(from `v3 = z.logcumsumexp(z.shape.index(max(z.shape)))` at p:12)")
     # a ``while`` on a size (fuzz seed 3022): unrolled, its count a traced side's range
     halving = (head + "`abs(x.shape[0] - 3) <= 3`, required (from `while _k > 1:` at p:9)")
     assert count_pin(halving)
