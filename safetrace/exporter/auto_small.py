@@ -145,6 +145,7 @@ def _left_out(ep: ExportedProgram, named: dict[str, Dim], examples: dict[str, in
 
 
 def _at(cond: Any, point: dict) -> bool:
+    """Whether `cond` holds at `point`; one not decidable there is taken to hold."""
     try:
         return bool(cond.evaluate(point))
     except Exception:  # noqa: BLE001 - not decidable there: taken to hold
@@ -247,10 +248,7 @@ def _from_some_size(cond: Any, s: str, lo: float, hi: float) -> bool:
 
 
 def _holds(cond: Any, s: str, v: int) -> bool:
-    try:
-        return bool(cond.evaluate({s: v}))
-    except Exception:  # noqa: BLE001 - not decidable at that size alone: not split
-        return True
+    return _at(cond, {s: v})  # (not decidable at that size alone: held, not split)
 
 
 def _name(where: str, taken: set) -> str:

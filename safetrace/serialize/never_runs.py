@@ -8,6 +8,7 @@ surfaces at the caller as torch's own exception.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -364,9 +365,7 @@ def _one_element(op: Any, args: Any) -> str | None:
             not isinstance(args[0], (TensorMeta, torch.Tensor)) or \
             not all(type(s) is int for s in args[0].shape):
         return None
-    numel = 1
-    for s in args[0].shape:
-        numel *= s
+    numel = math.prod(args[0].shape)
     return None if numel == 1 else (f"it takes a tensor of one element, given one of "
                                     f"{numel} ({list(args[0].shape)})")
 
