@@ -366,17 +366,20 @@ def walk_of(model: Any) -> ModuleWalk:
     path, module and module class is the same (compared by identity: a module's ``id``
     is its own while the model is alive and the cached walk's ids were read from live
     modules of the same classes at the same paths), else a new, empty dict.  The cache
-    holds no module: a weak reference to the model, the paths, ids and classes."""
-    walk = ModuleWalk(module_walk(model))
-    walk.held = None  # (not read yet: usercode.held_in; an unset slot raises, ~2k instructions)
-    mods = list(map(_SECOND, walk))
-    names, ids = tuple(map(_FIRST, walk)), tuple(map(id, mods))
+    holds no module: a weak reference to the model, the paths, ids, classes and each
+    module's children's names, from which the walk is made again and checked in one pass
+    (``_walk_again``: the paths are a function of the children's names)."""
     key = id(model)
     hit = _WALKS.get(key)
-    if hit is not None and hit[0]() is model and hit[1] == names and hit[2] == ids and \
-            all(map(operator.is_, map(type, mods), hit[3])):
-        walk.facts = hit[4]
-        return walk
+    if hit is not None and hit[0]() is model:
+        mods = _walk_again(model, hit[2], hit[3], hit[4])
+        if mods is not None:
+            walk = ModuleWalk(zip(hit[1], mods))
+            walk.held = None  # (not read yet: usercode.held_in)
+            walk.facts = hit[5]
+            return walk
+    walk = ModuleWalk(module_walk(model))
+    walk.held = None  # (not read yet: usercode.held_in; an unset slot raises, ~2k instructions)
     walk.facts = {}
     if len(_WALKS) > 1_000:
         _WALKS.clear()
@@ -384,11 +387,44 @@ def walk_of(model: Any) -> ModuleWalk:
         ref = weakref.ref(model, lambda _, key=key: _WALKS.pop(key, None))
     except TypeError:  # (no weak references: facts made again each export)
         return walk
-    _WALKS[key] = (ref, names, ids, tuple(map(type, mods)), walk.facts)
+    mods = list(map(_SECOND, walk))
+    _WALKS[key] = (ref, tuple(map(_FIRST, walk)), tuple(map(id, mods)),
+                   tuple(map(type, mods)), tuple(tuple(m._modules) for m in mods),
+                   walk.facts)
     return walk
 
 
-# id(model) -> (a weak reference to it, its walk's paths, module ids, module classes, facts)
+def _walk_again(model: Any, ids: tuple, classes: tuple, children: tuple) -> list | None:
+    """The modules of ``module_walk(model)``, in its order, where that walk has at each
+    place the module of id `ids[i]`, of class `classes[i]`, whose children's names are
+    `children[i]` (then its paths are those of the walk these were read from); else None.
+    (The same traversal as ``module_walk``, with no path made.)"""
+    out: list = []
+    todo = [model]
+    pop, push, add = todo.pop, todo.extend, out.append
+    try:
+        for ident, cls, names in zip(ids, classes, children):
+            mod = pop()
+            while mod is None:  # (a child slot set to None: not walked)
+                mod = pop()
+            if id(mod) != ident or type(mod) is not cls:
+                return None
+            kids = mod._modules
+            if kids:
+                if tuple(kids) != names:
+                    return None
+                push(reversed(kids.values()))
+            elif names:
+                return None
+            add(mod)
+    except IndexError:  # (fewer modules than the walk had)
+        return None
+    todo = [m for m in todo if m is not None]
+    return None if todo else out
+
+
+# id(model) -> (a weak reference to it, its walk's paths, module ids, module classes, each
+# module's children's names, facts)
 _WALKS: dict[int, tuple] = {}
 _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 

@@ -362,16 +362,15 @@ class Exporter:
         # another attribute path of the same tensor -> the name of its first (torch lists
         # each path in ep.constants, the graph reads one)
         self.constant_aliases: dict[str, str] = {}
-        for mname, _, _, _, attrs, *_ in guard.saved:
-            for attr, v in attrs.items():
-                if id(v) in self.state or not isinstance(v, torch.Tensor):
-                    continue
-                full = f"{mname}.{attr}" if mname else attr
-                if id(v) not in names:
-                    names[id(v)] = pytree.placeholder_name("c_" + full)
-                    self.constant_fqns.setdefault(names[id(v)], full)
-                elif self.constant_fqns.get(names[id(v)]) != full:
-                    self.constant_aliases.setdefault(full, names[id(v)])
+        for mname, attr, v in guard.tensor_attrs:  # (in walk order, as the snapshot's)
+            if id(v) in self.state:
+                continue
+            full = f"{mname}.{attr}" if mname else attr
+            if id(v) not in names:
+                names[id(v)] = pytree.placeholder_name("c_" + full)
+                self.constant_fqns.setdefault(names[id(v)], full)
+            elif self.constant_fqns.get(names[id(v)]) != full:
+                self.constant_aliases.setdefault(full, names[id(v)])
         counter = [0]
 
         def name(t: torch.Tensor) -> str:

@@ -166,6 +166,9 @@ class ModuleGuard:
         # (path, module, attribute, value before, value after) per plain Python value
         # (int, float, bool, str, None) forward changed: exporter/python_state.py
         self.scalars: list[tuple[str, Any, str, Any, Any]] = []
+        # (path, attribute, tensor) per plain tensor attribute of a module (``self.c =
+        # torch.ones(3)``): the program's constants' names (api.Exporter._constant_namer)
+        self.tensor_attrs: list[tuple[str, str, Any]] = []
 
     def __enter__(self) -> ModuleGuard:
         if isinstance(self.model, torch.nn.Module) and not self.saved:
@@ -176,7 +179,6 @@ class ModuleGuard:
             seen: set[int] = set()
             for mname, mod in walk:
                 d = mod.__dict__
-                attrs = {}
                 # the user's attributes (nn.Module's own bookkeeping, most of __dict__,
                 # holds no tensor and no user container; it is restored below as a whole)
                 layout = tuple(d)
@@ -194,7 +196,7 @@ class ModuleGuard:
                         self.containers.append((v, _CONTAINERS[t](v),
                                                 f"{mname}.{k}" if mname else k))
                     elif isinstance(v, tensor):
-                        attrs[k] = v
+                        self.tensor_attrs.append((mname, k, v))
                     elif (objects[t] if t in objects else _plain_object(t)) and \
                             type(getattr(v, "__dict__", None)) is dict \
                             and id(v) not in seen:  # (self.cfg: one snapshot per object)
@@ -208,7 +210,7 @@ class ModuleGuard:
                 self.saved.append((mname, mod,
                                    params.copy() if type(params) is dict else _copy(params),
                                    buffers.copy() if type(buffers) is dict else _copy(buffers),
-                                   attrs, mod.training, d.copy(), layout))
+                                   mod.training, d.copy(), layout))
                 if "_c" in d or "_actual_script_module" in d:
                     self.scripted += _script_attributes(mod)
                 try:
@@ -221,7 +223,7 @@ class ModuleGuard:
 
     def __exit__(self, *exc: Any) -> None:
         same = operator.is_
-        for mname, mod, params, buffers, _, training, everything, layout in self.saved:
+        for mname, mod, params, buffers, training, everything, layout in self.saved:
             # whether each dict differs from its copy now: the same keys in the same order
             # (tuples of keys compared in C: equal keys are the same key to a dict), each
             # with the same value object (a key removed and added again reads as changed:

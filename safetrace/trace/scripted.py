@@ -38,14 +38,16 @@ _ORIGINAL_CALL = torch.ScriptMethod.__call__
 
 
 class _Local(threading.local):
-    owners: list | None = None  # the exported model's class-API script modules
-    # each of its torch.jit.script / torch.jit.trace submodules, with its path and class
-    # name: a call of one of their methods follows the method's graph (script_graph.py)
-    compiled: list = []
-    walk: list | None = None  # the exported model's (path, module) pairs
+    # (the exported model's class-API script modules, or None while no export runs;
+    # each of its torch.jit.script / torch.jit.trace submodules with its path and class
+    # name: a call of one of their methods follows the method's graph, script_graph.py;
+    # the exported model's (path, module) pairs), as one value: one thread-local read
+    # and store each on an export's entry and exit
+    state: tuple = (None, (), None)
 
 
 _LOCAL = _Local()
+_NO_SCRIPT: tuple = ((), ())  # (owners, compiled) of a model without script modules
 
 
 def class_api(module: Any) -> bool:
@@ -61,23 +63,23 @@ def enter(walk: list | None) -> list | None:
     """While exporting the model whose modules are `walk` (this thread): its class-API
     script modules are the owners a script method call may run on.  Returns what to give
     `leave`."""
-    previous = _LOCAL.owners, _LOCAL.compiled, _LOCAL.walk
-    _LOCAL.walk = walk
+    previous = _LOCAL.state
     facts = getattr(walk, "facts", None)  # (pytree.walk_of's: kept while its classes are)
     if facts is not None and facts.get("scripted") is False:
-        _LOCAL.owners, _LOCAL.compiled = [], []
+        _LOCAL.state = (*_NO_SCRIPT, walk)
         return previous
     script = torch.jit.ScriptModule
-    _LOCAL.owners = [m for _, m in walk or () if isinstance(m, script) and class_api(m)]
-    _LOCAL.compiled = [(m, p, type(m).__name__) for p, m in walk or ()
-                       if isinstance(m, script) and not class_api(m)]
-    if facts is not None and not _LOCAL.owners and not _LOCAL.compiled:
+    owners = [m for _, m in walk or () if isinstance(m, script) and class_api(m)]
+    compiled = [(m, p, type(m).__name__) for p, m in walk or ()
+                if isinstance(m, script) and not class_api(m)]
+    _LOCAL.state = (owners, compiled, walk)
+    if facts is not None and not owners and not compiled:
         facts["scripted"] = False  # (no module of a script class: none can become one)
     return previous
 
 
 def leave(previous: Any) -> None:
-    _LOCAL.owners, _LOCAL.compiled, _LOCAL.walk = previous
+    _LOCAL.state = previous
 
 
 def _held_compiled(owner: Any) -> tuple | None:
@@ -85,7 +87,7 @@ def _held_compiled(owner: Any) -> tuple | None:
     (``self.add = torch.jit.script(Add())._c``) whose method is `owner`'s: the object and
     its path.  Its tensors are not the model's state: read by the graph, they are
     constants of the program, as torch.export lifts them."""
-    for path, module in _LOCAL.walk or ():
+    for path, module in _LOCAL.state[2] or ():
         for key, value in module.__dict__.items():
             if type(value) is torch.ScriptModule and value == owner:
                 return value, f"{path}.{key}" if path else key
@@ -96,7 +98,7 @@ def _held_object(owner: Any, tr: Any = None) -> Any:
     """The torchbind object one of the model's modules holds as an attribute, or the
     program takes as an input, that is `owner` (each read of a method makes a new Python
     wrapper of the same C++ object, whose hash is the object's)."""
-    for _, module in _LOCAL.walk or ():
+    for _, module in _LOCAL.state[2] or ():
         for value in module.__dict__.values():
             if torchbind.is_torchbind(value) and hash(value) == hash(owner):
                 return value
@@ -124,10 +126,11 @@ def _in_place(block: Any) -> str | None:
 
 
 def _call(method: Any, *args: Any, **kwargs: Any) -> Any:
-    if not exporting() or _LOCAL.owners is None:
+    owners, compiled, _ = _LOCAL.state
+    if not exporting() or owners is None:
         return _ORIGINAL_CALL(method, *args, **kwargs)
     original = getattr(method, "__wrapped__", None)
-    owner = next((m for m in _LOCAL.owners if m._c == method.owner), None)
+    owner = next((m for m in owners if m._c == method.owner), None)
     if owner is None or not inspect.isfunction(original):
         where = short(stack_trace(1))
         kind = method.owner._type().qualified_name()
@@ -137,7 +140,7 @@ def _call(method: Any, *args: Any, **kwargs: Any) -> Any:
             if held is None or tr is None:
                 raise torchbind_call(method.name, kind, where)
             return torchbind.call(tr, held, method.name, args, kwargs, where)
-        held = next((c for c in _LOCAL.compiled if c[0]._c == method.owner), None)
+        held = next((c for c in compiled if c[0]._c == method.owner), None)
         if held is not None:  # a torch.jit.script / trace submodule: its graph, followed
             return run_method(method, held[0], args, kwargs, held[1], where)
         attribute = _held_compiled(method.owner)

@@ -799,3 +799,67 @@ def test_a_function_added_to_a_submodules_module_between_exports_is_rewritten(
         x = torch.randn(k, 3)
         torch.testing.assert_close(ep.module()(x), m(x))
         assert len(m(x)) == max(1, k - 1)
+
+
+class _Chain(torch.nn.Module):
+    """Runs its children in order, whatever their names (None children skipped)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = _Times2()
+        self.seq = torch.nn.Sequential(_Plus1())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for child in self.children():
+            x = child(x)
+        return x
+
+
+def test_the_module_walk_kept_between_exports_follows_renamed_moved_and_none_children() -> None:
+    """The module walk is made again from the kept one's paths while each module's children
+    keep their names (pytree.walk_of): a child renamed, set to None, moved into another
+    container, or of another class since gives the paths and program of the model as it
+    is now, refused outside the example's sizes as before."""
+    m, x = _Chain().eval(), torch.randn(3, 4)
+
+    def paths(ep: st.ExportedProgram) -> list:
+        return [s[-1][0] for s in _stacks(ep)]
+
+    def export() -> st.ExportedProgram:
+        return st.export(m, (x,), dynamic_shapes={"x": {0: st.Dim.DYNAMIC}})
+
+    def same(ep: st.ExportedProgram) -> None:
+        for n in (0, 1, 5):
+            y = torch.randn(n, 4)
+            torch.testing.assert_close(ep.module()(y), m(y))
+        with pytest.raises(st.errors.InputMismatchError):  # (checked before running)
+            ep.module()(torch.randn(3, 5))
+
+    ep = export()
+    assert paths(ep) == ["a", "seq.0"]
+    same(ep)
+    # renamed in place (the same modules in the same order: only the name differs)
+    m._modules = {("first" if k == "a" else k): v for k, v in m._modules.items()}
+    ep = export()
+    assert paths(ep) == ["first", "seq.0"]
+    same(ep)
+    a = m.first
+    del m.first
+    m.b = a  # renamed (the same module object, at a new path, after the others)
+    ep = export()
+    assert paths(ep) == ["seq.0", "b"]
+    same(ep)
+    m.b = None  # a child set to None: not walked
+    ep = export()
+    assert paths(ep) == ["seq.0"]
+    same(ep)
+    del m.b
+    m.seq.append(a)  # moved into the container
+    ep = export()
+    assert paths(ep) == ["seq.0", "seq.1"]
+    same(ep)
+    a.__class__ = _Plus1  # the same object, of another class
+    ep = export()
+    assert _stacks(ep)[1][-1] == ("seq.1", f"{__name__}._Plus1")
+    same(ep)
+    torch.testing.assert_close(ep.module()(x), x + 2)
