@@ -389,7 +389,7 @@ def walk_of(model: Any) -> ModuleWalk:
         return walk
     mods = list(map(_SECOND, walk))
     _WALKS[key] = (ref, tuple(map(_FIRST, walk)), tuple(map(id, mods)),
-                   tuple(map(type, mods)), tuple(tuple(m._modules) for m in mods),
+                   tuple(map(type, mods)), tuple(map(_child_names, mods)),
                    walk.facts)
     return walk
 
@@ -411,6 +411,8 @@ def _walk_again(model: Any, ids: tuple, classes: tuple, children: tuple) -> list
                 return None
             kids = mod._modules
             if kids:
+                if type(kids) is not dict:  # (a TorchScript module's table: items() only)
+                    kids = dict(kids.items())
                 if tuple(kids) != names:
                     return None
                 push(reversed(kids.values()))
@@ -421,6 +423,11 @@ def _walk_again(model: Any, ids: tuple, classes: tuple, children: tuple) -> list
         return None
     todo = [m for m in todo if m is not None]
     return None if todo else out
+
+
+def _child_names(mod: Any) -> tuple:
+    kids = mod._modules  # (a TorchScript module's table iterates by index: items() only)
+    return tuple(kids) if type(kids) is dict else tuple(k for k, _ in kids.items())
 
 
 # id(model) -> (a weak reference to it, its walk's paths, module ids, module classes, each
