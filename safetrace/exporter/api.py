@@ -113,6 +113,11 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
     # the model's modules, walked once for the steps below and the first trace (a later
     # one walks again: forward may have changed the tree)
     walk = pytree.walk_of(model) if isinstance(model, torch.nn.Module) else None
+    # the model's snapshot, taken first where the first trace walks these same modules (no
+    # torch.compile wrapper among them, as an earlier export of them found): it finds the
+    # code they hold with its reads (walk.held), for the namespaces' watch and the rewrite
+    first = ModuleGuard(model, walk).__enter__() \
+        if walk is not None and walk.facts.get("compiled") is False else None
     with built_under(model, walk), gc_paused(), \
             task(f"exporting {type(model).__name__}", verbose), \
             module_nodes(module_types(args, kwargs)), GlobalCaches(model, fn, walk) as caches:
@@ -121,7 +126,8 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
         def one(sides: dict | None, flipped: frozenset = frozenset(), *,
                 defer: bool | frozenset = False, named: dict | None = None) -> ExportedProgram:
             runs.append(Exporter(model, fn, preserve_module_call_signature, sides, flipped,
-                                 defer=defer, walk=None if runs else walk, named=named))
+                                 defer=defer, walk=None if runs else walk, named=named,
+                                 guard=None if runs else first))
             return runs[-1].run(args, kwargs, dynamic_shapes)
 
         def every(defer: bool | frozenset, named: dict | None = None) -> ExportedProgram:
@@ -153,14 +159,15 @@ class Exporter:
     def __init__(self, model: Any, fn: Callable, preserve: tuple[str, ...] = (),
                  sides: dict | None = None, flipped: frozenset = frozenset(),
                  defer: bool | frozenset = False, walk: Any = None,
-                 named: dict | None = None) -> None:
+                 named: dict | None = None, guard: ModuleGuard | None = None) -> None:
         self.defer = defer  # needs narrower than declared: run-time checks, not errors
         plain = _uncompiled(model)
         if plain is not model:  # torch.compile(model): export what it wraps
             model = plain
             fn = model.forward if isinstance(model, torch.nn.Module) else model
-            walk = None
+            walk = guard = None
         self.given_walk = walk  # pytree.walk_of(model) made just before, if any
+        self.given_guard = guard  # its snapshot (ModuleGuard) taken just before, if any
         self.model = model
         self.fn = fn
         self.preserve = preserve
@@ -200,7 +207,9 @@ class Exporter:
         if dynamic_shapes is not None:
             specs = match_spec(self.fn, args, kwargs, dynamic_shapes, names)
         device = _common_device(leaves)
-        guard = ModuleGuard(self.model, self.walk).__enter__()  # the snapshot; entered again below
+        guard = self.given_guard  # (the snapshot of these modules, taken just before)
+        if guard is None or self.walk is not self.given_walk:
+            guard = ModuleGuard(self.model, self.walk).__enter__()  # (entered again below)
         self._lift_state(guard)
         tracer = Tracer(self.graph, device, self.state, self._constant_namer(guard),
                         env=self.env)

@@ -13,6 +13,7 @@ import torch
 from safetrace import errors as E
 from safetrace import pytree
 from safetrace.trace.modules import followed
+from safetrace.trace.usercode import held_code, scanned_keys
 from safetrace.trace.proxy import Proxy
 
 
@@ -47,8 +48,9 @@ _MODULE_INTERNALS = frozenset(torch.nn.Module().__dict__)
 # export running at the same time may set or remove it while this one runs
 _FOLLOWED_KEY = "_compiled_call_impl"
 # tuple(a module's __dict__ keys) -> (those that are not nn.Module's own, an itemgetter
-# of their values or None for fewer than two) (modules of one class share one key layout:
-# the filter runs once per layout)
+# of their values or None for fewer than two, a getter of the values usercode.held_code
+# scans or None) (modules of one class share one key layout: the filter runs once per
+# layout)
 _USER_KEYS: dict[tuple, tuple] = {}
 # the types of attribute values the snapshot keeps nothing of beyond the module's
 # ``__dict__`` copy: no container, tensor or object with attributes of its own (a tuple
@@ -60,8 +62,20 @@ def _user_keys(layout: tuple) -> tuple:
     if len(_USER_KEYS) > 10_000:
         _USER_KEYS.clear()
     user = tuple(k for k in layout if k not in _MODULE_INTERNALS)
-    hit = _USER_KEYS[layout] = (user, operator.itemgetter(*user) if len(user) > 1 else None)
+    # the keys usercode.held_code scans (the user's and nn.Module's own flag attributes),
+    # read in one call (a key twice where there is one: a tuple all the same), where they
+    # hold every user key (not so while another export's call is set: then None)
+    scanned = scanned_keys(layout)
+    plain = None if not set(user) <= set(scanned) else \
+        operator.itemgetter(*scanned) if len(scanned) > 1 else \
+        operator.itemgetter(scanned[0], scanned[0]) if scanned else _NO_VALUES
+    hit = _USER_KEYS[layout] = (user, operator.itemgetter(*user) if len(user) > 1 else None,
+                                plain)
     return hit
+
+
+def _NO_VALUES(d: dict) -> tuple:
+    return ()
 
 
 # a module's hook tables: forward may register hooks on its submodules lazily, once
@@ -176,6 +190,12 @@ class ModuleGuard:
             objects = _OBJECT_TYPES  # (_plain_object's table, read inline: an int's answer)
             hooks_of = _HOOKS_OF
             walk = self.walk if self.walk is not None else pytree.module_walk(self.model)
+            # the code the modules hold (usercode.held_in's answer), found with the
+            # snapshot where the walk has none yet: a module whose scanned values are all
+            # plain Python scalars and whose hook dicts are empty holds none (held_code's
+            # scan of any other)
+            held = [] if type(walk) is pytree.ModuleWalk and walk.held is None else None
+            scanned_ids: set[int] = set()  # (modules held_code scanned: each once)
             seen: set[int] = set()
             for mname, mod in walk:
                 d = mod.__dict__
@@ -183,10 +203,24 @@ class ModuleGuard:
                 # holds no tensor and no user container; it is restored below as a whole)
                 layout = tuple(d)
                 hit = _USER_KEYS.get(layout)
-                user, values = hit if hit is not None else _user_keys(layout)
+                user, values, scanned = hit if hit is not None else _user_keys(layout)
+                try:
+                    tables = hooks_of(d)
+                except KeyError:
+                    tables = _hook_tables(d)
+                hooked = any(tables)
+                if held is not None:  # (plain: every scanned value a Python scalar)
+                    plain = scanned is not None and _SCALARS.issuperset(map(type, scanned(d)))
+                    if (hooked or not plain) and id(mod) not in scanned_ids:
+                        scanned_ids.add(id(mod))
+                        attrs = held_code(mod)
+                        if attrs:
+                            held.append((mod, attrs))
+                    if plain:
+                        user = ()  # (the user's keys are among those scanned)
                 # (each value's type checked in one pass in C first: numbers, strings and
                 # tuples, the usual attributes, need nothing below)
-                if not user or _KEPT_AS_IS.issuperset(
+                if user and _KEPT_AS_IS.issuperset(
                         map(type, values(d)) if values is not None else (type(d[user[0]]),)):
                     user = ()
                 for k in user:
@@ -213,12 +247,10 @@ class ModuleGuard:
                                    mod.training, d.copy(), layout))
                 if "_c" in d or "_actual_script_module" in d:
                     self.scripted += _script_attributes(mod)
-                try:
-                    tables = hooks_of(d)
-                except KeyError:
-                    tables = _hook_tables(d)
                 self.hooks.append((mname, tables, tuple(t.copy() for t in tables)
-                                   if any(tables) else None))
+                                   if hooked else None))
+            if held is not None:
+                walk.held = held
         return self
 
     def __exit__(self, *exc: Any) -> None:

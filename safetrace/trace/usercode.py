@@ -249,6 +249,15 @@ _HOOK_KEYS = frozenset(k for k, v in _MODULE_DICT.items()
 _LAYOUTS: dict[tuple, tuple[tuple, tuple]] = {}
 
 
+def scanned_keys(layout: tuple) -> tuple:
+    """The keys of a module's ``__dict__`` (its `layout`) whose values ``held_code`` scans
+    one by one (besides the hook dicts): a module whose values there are all numbers,
+    strings, bools or None, and whose hook dicts are all empty, holds no code
+    (``snapshot.ModuleGuard`` finds the walk's code with its snapshot that way)."""
+    hit = _LAYOUTS.get(layout)
+    return (hit if hit is not None else _scanned_keys(layout))[0]
+
+
 def _scanned_keys(layout: tuple) -> tuple[tuple, tuple]:
     """The keys of a module's ``__dict__`` (its `layout`) that may hold code: (the user's
     attributes and any of nn.Module's that is not one of its own dicts as they are made,
