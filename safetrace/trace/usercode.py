@@ -121,7 +121,9 @@ def classes_of(walk: list) -> tuple[type, ...]:
 def held_in(walk: list) -> list[tuple[Any, list[tuple[str, Any]]]]:
     """(module, ``held_code(module)``) for each module of `walk` (``pytree.module_walk``'s
     (path, module) pairs) that holds code; kept on a ``pytree.ModuleWalk`` (its ``held``),
-    read once per walk: an export's namespace watch and its user-code scan share it."""
+    read once per walk: an export's namespace watch and its user-code scan share it (the
+    model snapshot taken at an export's start sets it from its own reads:
+    ``snapshot.ModuleGuard``)."""
     found = getattr(walk, "held", None)
     if found is not None:
         return found
