@@ -49,6 +49,10 @@ from tests.fuzz.grammar_ops import OPS_KINDS  # noqa: E402
 from tests.fuzz.grammar_reach import REACH_KINDS  # noqa: E402
 from tests.fuzz.grammar_values import VALUE_KINDS  # noqa: E402
 
+TO_TORCH_SHARE = 0.03   # the default run's share of exported programs converted: converting
+# both ways and running both modules costs about four programs' export and checks (CPU time,
+# docs/benchmarks.md 2026-12-07), so ~12% of a run
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -74,6 +78,10 @@ def main() -> None:
     ap.add_argument("--reach", action="store_true",
                     help="also print, per rule family, how many of its ATen overloads the "
                          "run's traces asked for (and some it never asked)")
+    ap.add_argument("--to-torch", type=float, default=TO_TORCH_SHARE,
+                    help="share of exported programs also converted with ep.to_torch() and "
+                         "st.load(st.save bytes).to_torch(), whose modules run on the same "
+                         "inputs (tests/fuzz/converted.py; 0: none)")
     ap.add_argument("--state", action="store_true",
                     help="grammar_state's stateful programs called in sequence")
     opts = ap.parse_args()
@@ -109,10 +117,18 @@ def main() -> None:
     stats = fuzz(seed=opts.seed, n_inputs=opts.inputs, **_limit(opts),
                  torch_export_p=opts.torch_export, kinds=table,
                  layouts=("flat",) if opts.base or opts.flat else LAYOUTS,
-                 outs=("tuple",) if opts.base or opts.flat else OUTS)
+                 outs=("tuple",) if opts.base or opts.flat else OUTS,
+                 to_torch_p=opts.to_torch)
     print(stats.line(), flush=True)
     print(stats.refusal_line())
     print(stats.refusals.table(opts.refusals), flush=True)
+    if opts.to_torch:
+        from tests.fuzz.converted import refusal_table
+
+        print(refusal_table(stats.counts), flush=True)
+        for (way, key), (program, spec, msg) in list(stats.converted.items())[
+                :opts.refusal_examples]:
+            print(f"\n--- {way} refused: {key}\n  spec {spec!r}\n  {msg}\n{program.source()}")
     if asked is not None:
         print(_reach_table(asked), flush=True)
     for key, _ in stats.refusals.counts.most_common(opts.refusal_examples):
@@ -120,7 +136,8 @@ def main() -> None:
         print(f"\n--- refused: {key}\n  spec {spec!r}\n{program.source()}")
     if opts.show:
         groups = classes(stats.findings)
-        bad = sorted(groups.items(), key=lambda kv: (kv[0][0] == "over_rejection", -len(kv[1])))
+        bad = sorted(groups.items(), key=lambda kv: (kv[0][0].endswith("over_rejection"),
+                                                      -len(kv[1])))
         for (kind, tags), fs in bad[:opts.show]:
             print(f"\n=== {kind} {'+'.join(tags)} ({len(fs)} shrunk)")
             print(min(fs, key=lambda f: len(f.program.source())).report())
