@@ -102,8 +102,8 @@ def _refusal_class(text: str) -> str:
     return re.sub(r"\d+", "N", re.sub(r"torch\.Size\(\[[^\]]*\]\)", "S", first))[:120]
 
 
-USER_HOPS = re.compile(r"\btorch\.cond\(|\bwhile_loop\(|\bscan\(|\bmap\(|"
-                       r"\bassociative_scan\(|\bvmap\(")
+USER_HOPS = re.compile(r"\btorch\.cond\(|\.while_loop\(|\.scan\(|\.map\(|"
+                       r"\bassociative_scan\(|\bvmap\(")   # (not Python's map)
 
 
 def _split_cond(message: str, program) -> bool:
@@ -268,3 +268,34 @@ def refusal_table(counts, top: int = 8) -> str:
                       if k.startswith(f"{way} refused: ")), reverse=True)
         rows += [f"  {way} refused {n:>4}  {k}" for n, k in got[:top]]
     return "\n".join(rows)
+
+
+def converts_like_eager(model, example, spec, others, outside, way="to_torch"):
+    """A reproducer's check (tests/fuzz/test_to_torch_*.py): `model` exported at the
+    `example` shapes with `spec`, converted (``way``: ``to_torch``, or ``load`` for
+    ``st.load(st.save bytes).to_torch()``), computes eager's values at the example and the
+    `others` (each a list of input shapes; sizes 0 and 1 among them), and refuses the
+    `outside` shapes as ep.module() does."""
+    ep = st.export(model, tuple(torch.randn(*s) for s in example), dynamic_shapes=spec)
+    if way == "load":
+        buf = io.BytesIO()
+        st.save(ep, buf)
+        ep = st.load(buf.getvalue())
+    module = ep.to_torch().module()
+    for shapes in [example, *others]:
+        args = tuple(torch.randn(*s) for s in shapes)
+        want, got = model(*args), module(*args)
+        assert compare(want, got, "values", 1e-4) is None, (shapes, compare(want, got))
+    bad = tuple(torch.randn(*s) for s in outside)
+    try:
+        ep.module()(*bad)
+    except st.InputMismatchError:
+        pass
+    else:
+        raise AssertionError(f"ep.module() computes {outside}")
+    try:
+        module(*bad)
+    except Exception as e:  # noqa: BLE001
+        assert _is_check(e, str(e)), e
+    else:
+        raise AssertionError(f"the converted module computes {outside}")

@@ -8,13 +8,11 @@ runs torch's cond again (interop/hops.py ``dense_outputs``)."""
 
 from __future__ import annotations
 
-import io
-
 import pytest
 import torch
 
-import safetrace as st
 from safetrace import Dim
+from tests.fuzz.converted import converts_like_eager
 
 
 class _Slice(torch.nn.Module):
@@ -49,28 +47,7 @@ def _expand_case():
     return _Expand(), example, spec, others, outside
 
 
-def _converted(ep, way):
-    if way == "load":
-        buf = io.BytesIO()
-        st.save(ep, buf)
-        ep = st.load(buf.getvalue())
-    return ep.to_torch().module()
-
-
 @pytest.mark.parametrize("case", [_slice_case, _expand_case])
 @pytest.mark.parametrize("way", ["to_torch", "load"])
 def test_a_size_splits_strided_outputs_convert(case, way):
-    model, example, spec, others, outside = case()
-    ep = st.export(model, tuple(torch.randn(*s) for s in example), dynamic_shapes=spec)
-    module = _converted(ep, way)
-    for shapes in [example, *others]:
-        args = tuple(torch.randn(*s) for s in shapes)
-        want, got = model(*args), module(*args)
-        assert [t.shape for t in got] == [t.shape for t in want], shapes
-        for w, g in zip(want, got):
-            torch.testing.assert_close(g, w)
-    bad = tuple(torch.randn(*s) for s in outside)
-    with pytest.raises(st.InputMismatchError):
-        ep.module()(*bad)
-    with pytest.raises(Exception, match="Guard failed|must be"):
-        module(*bad)
+    converts_like_eager(*case(), way)
