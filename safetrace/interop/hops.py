@@ -245,6 +245,20 @@ def functional_writes(graph: torch.fx.Graph) -> bool:
     return True
 
 
+def written_after(node: torch.fx.Node) -> bool:
+    """Whether an op after `node` in its graph writes a tensor in place (whether a copy in
+    place of `node`'s alias of its input could be seen: ``y.contiguous()``, then
+    ``y.mul_(3)``, changes eager's result too)."""
+    n = node.next
+    while n.op != "root":
+        t = n.target
+        if n.op == "call_function" and isinstance(t, torch._ops.OpOverload) and \
+                t._schema.is_mutable:
+            return True
+        n = n.next
+    return False
+
+
 def _read_later(old: torch.fx.Node, new: torch.fx.Node, order: dict, at: int) -> None:
     """Every read of `old` after position `at` reads `new` instead."""
     for user in list(old.users):

@@ -273,29 +273,34 @@ def refusal_table(counts, top: int = 8) -> str:
 def converts_like_eager(model, example, spec, others, outside, way="to_torch"):
     """A reproducer's check (tests/fuzz/test_to_torch_*.py): `model` exported at the
     `example` shapes with `spec`, converted (``way``: ``to_torch``, or ``load`` for
-    ``st.load(st.save bytes).to_torch()``), computes eager's values at the example and the
-    `others` (each a list of input shapes; sizes 0 and 1 among them), and refuses the
-    `outside` shapes as ep.module() does."""
+    ``st.load(st.save bytes).to_torch()``), computes eager's values (outputs and inputs
+    after) at the example and the `others` (each a list of input shapes; sizes 0 and 1
+    among them) where ep.module() does and refuses where it refuses, and refuses the
+    `outside` shapes as ep.module() does. Returns how many it computed."""
     ep = st.export(model, tuple(torch.randn(*s) for s in example), dynamic_shapes=spec)
     if way == "load":
         buf = io.BytesIO()
         st.save(ep, buf)
         ep = st.load(buf.getvalue())
-    module = ep.to_torch().module()
+    module, computed = ep.to_torch().module(), 0
     for shapes in [example, *others]:
         args = tuple(torch.randn(*s) for s in shapes)
-        want, got = model(*args), module(*args)
-        assert compare(want, got, "values", 1e-4) is None, (shapes, compare(want, got))
+        outcome, msg = run_input_of(model, ep.module(), args)
+        kind, text = classify(model, outcome, msg, module, module, args)
+        assert kind == "ok", (shapes, kind, text)
+        computed += outcome == "ok"
     bad = tuple(torch.randn(*s) for s in outside)
-    try:
-        ep.module()(*bad)
-    except st.InputMismatchError:
-        pass
-    else:
-        raise AssertionError(f"ep.module() computes {outside}")
+    assert run_input_of(model, ep.module(), bad)[0] == "rejected", outside
     try:
         module(*bad)
     except Exception as e:  # noqa: BLE001
         assert _is_check(e, str(e)), e
     else:
         raise AssertionError(f"the converted module computes {outside}")
+    return computed
+
+
+def run_input_of(model, module, args):
+    from tests.fuzz.engine import run_input
+
+    return run_input(model, module, args)
