@@ -99,6 +99,8 @@ def _refusal_class(text: str) -> str:
     """A documented conversion refusal's class: its first line, names and numbers out."""
     first = text.splitlines()[0]
     first = re.sub(r"\b(node|symbol|variable) '?\w+'?", r"\1 N", first)
+    first = re.sub(r"^ConversionError: cannot convert node N \((\w+)\): torch's FakeTensor "
+                   r"propagation failed:", r"\1 fake:", first)
     return re.sub(r"\d+", "N", re.sub(r"torch\.Size\(\[[^\]]*\]\)", "S", first))[:120]
 
 
@@ -205,6 +207,7 @@ def check_converted(program, spec, ep, runs, stats, finding):
                 stats.converted.setdefault((way, _refusal_class(err[1])),
                                            (program, spec, err[1]))
             if err[0] == "convert_crash":
+                c[f"{way} crashed: {_refusal_class(err[1])}"] += 1
                 finding(counter(way, "convert_crash"), None, err[1])
             continue
         c[counter(way, "converted")] += 1
@@ -261,12 +264,14 @@ def fails(f, program) -> bool:
 
 
 def refusal_table(counts, top: int = 8) -> str:
-    """The documented conversion refusals by class, per way, most frequent first."""
+    """The documented conversion refusals and the conversion crashes by class, per way,
+    most frequent first."""
     rows = []
     for way in WAYS:
-        got = sorted(((n, k.split(": ", 1)[1]) for k, n in counts.items()
-                      if k.startswith(f"{way} refused: ")), reverse=True)
-        rows += [f"  {way} refused {n:>4}  {k}" for n, k in got[:top]]
+        for what in ("refused", "crashed"):
+            got = sorted(((n, k.split(": ", 1)[1]) for k, n in counts.items()
+                          if k.startswith(f"{way} {what}: ")), reverse=True)
+            rows += [f"  {way} {what} {n:>4}  {k}" for n, k in got[:top]]
     return "\n".join(rows)
 
 
