@@ -21,6 +21,12 @@ does not explain; S and D: those it refuses by design, tests/fuzz/engine.py ``by
 shrunk reproducer each. Then the refusals: refused programs apart from those eager cannot run
 on their example, and a table of refusal classes (error class + normalized first line),
 with --torch-export P the share of a sample of each class that torch.export exports.
+--to-torch SHARE (default 0.03): that share of exported programs is also converted with
+``ep.to_torch()`` and ``st.load(st.save bytes).to_torch()``, whose ``.module()`` runs the
+same inputs: one more line per way (converted, documented refusals, convert_crash; per
+input ok, WRONG, over_rejection, crash, under_rejection, late_refusal: the classes of
+tests/fuzz/converted.py), then the refusals and crashes by class; --show shrinks those
+findings too.
 """
 
 from __future__ import annotations
