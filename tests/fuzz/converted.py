@@ -47,8 +47,6 @@ WAYS = ("to_torch", "load+to_torch")
 INPUT_KINDS = ("ok", "WRONG", "over_rejection", "crash", "under_rejection", "late_refusal",
                "split_read_range")
 PROGRAM_KINDS = ("converted", "convert_refused", "convert_crash", "convert_split34")
-FINDING_KINDS = ("WRONG", "over_rejection", "crash", "under_rejection", "late_refusal",
-                 "convert_crash")
 BAD = ("WRONG", "crash", "convert_crash")    # defects; over_rejection: narrower, reported
 
 # the operators of a converted graph that check its inputs rather than compute
