@@ -21,6 +21,12 @@ does not explain; S and D: those it refuses by design, tests/fuzz/engine.py ``by
 shrunk reproducer each. Then the refusals: refused programs apart from those eager cannot run
 on their example, and a table of refusal classes (error class + normalized first line),
 with --torch-export P the share of a sample of each class that torch.export exports.
+--to-torch SHARE (default 0.03): that share of exported programs is also converted with
+``ep.to_torch()`` and ``st.load(st.save bytes).to_torch()``, whose ``.module()`` runs the
+same inputs: one more line per way (converted, documented refusals, convert_crash; per
+input ok, WRONG, over_rejection, crash, under_rejection, late_refusal: the classes of
+tests/fuzz/converted.py), then the refusals and crashes by class; --show shrinks those
+findings too.
 """
 
 from __future__ import annotations
@@ -49,6 +55,11 @@ from tests.fuzz.grammar_ops import OPS_KINDS  # noqa: E402
 from tests.fuzz.grammar_reach import REACH_KINDS  # noqa: E402
 from tests.fuzz.grammar_values import VALUE_KINDS  # noqa: E402
 
+TO_TORCH_SHARE = 0.03   # the default run's share of exported programs converted: converting
+# both ways and running both modules costs about three programs' export and checks (CPU
+# time, docs/benchmarks.md 2026-12-07 h/fuzz34): +17% CPU on 400 programs, torch.export's
+# first import included
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -74,6 +85,10 @@ def main() -> None:
     ap.add_argument("--reach", action="store_true",
                     help="also print, per rule family, how many of its ATen overloads the "
                          "run's traces asked for (and some it never asked)")
+    ap.add_argument("--to-torch", type=float, default=TO_TORCH_SHARE,
+                    help="share of exported programs also converted with ep.to_torch() and "
+                         "st.load(st.save bytes).to_torch(), whose modules run on the same "
+                         "inputs (tests/fuzz/converted.py; 0: none)")
     ap.add_argument("--state", action="store_true",
                     help="grammar_state's stateful programs called in sequence")
     opts = ap.parse_args()
@@ -109,10 +124,18 @@ def main() -> None:
     stats = fuzz(seed=opts.seed, n_inputs=opts.inputs, **_limit(opts),
                  torch_export_p=opts.torch_export, kinds=table,
                  layouts=("flat",) if opts.base or opts.flat else LAYOUTS,
-                 outs=("tuple",) if opts.base or opts.flat else OUTS)
+                 outs=("tuple",) if opts.base or opts.flat else OUTS,
+                 to_torch_p=opts.to_torch)
     print(stats.line(), flush=True)
     print(stats.refusal_line())
     print(stats.refusals.table(opts.refusals), flush=True)
+    if opts.to_torch:
+        from tests.fuzz.converted import refusal_table
+
+        print(refusal_table(stats.counts), flush=True)
+        for (way, key), (program, spec, msg) in list(stats.converted.items())[
+                :opts.refusal_examples]:
+            print(f"\n--- {way} refused: {key}\n  spec {spec!r}\n  {msg}\n{program.source()}")
     if asked is not None:
         print(_reach_table(asked), flush=True)
     for key, _ in stats.refusals.counts.most_common(opts.refusal_examples):
@@ -120,7 +143,8 @@ def main() -> None:
         print(f"\n--- refused: {key}\n  spec {spec!r}\n{program.source()}")
     if opts.show:
         groups = classes(stats.findings)
-        bad = sorted(groups.items(), key=lambda kv: (kv[0][0] == "over_rejection", -len(kv[1])))
+        bad = sorted(groups.items(), key=lambda kv: (kv[0][0].endswith("over_rejection"),
+                                                      -len(kv[1])))
         for (kind, tags), fs in bad[:opts.show]:
             print(f"\n=== {kind} {'+'.join(tags)} ({len(fs)} shrunk)")
             print(min(fs, key=lambda f: len(f.program.source())).report())

@@ -248,11 +248,14 @@ def _bad_extra(graphs: list, prefix: Prefix, backed: set[str]) -> int | None:
       stays in each branch then, as it was;
     - a view (``pos[0]``): an operand aliasing another (the input it views) is refused by
       torch's functionalization of the cond, and a branch's write through it would not
-      reach the tensor it views."""
+      reach the tensor it views;
+    - a tuple of values (``y.max(0)``: values and indices): torch's cond takes tensors
+      and sizes as operands, no tuple (``ep.to_torch()`` failed, fuzz seed 3401)."""
     order = [n for n in prefix.nodes if not is_size_node(n)]
     for e in prefix.extras:
         t = e.target
-        if not _symbols(e.meta.get("val")) <= backed or t is operator.getitem or (
+        if not _symbols(e.meta.get("val")) <= backed or t is operator.getitem or \
+                isinstance(e.meta.get("val"), (tuple, list)) or (
                 isinstance(t, torch._ops.OpOverload) and any(
                     r.alias_info is not None for r in t._schema.returns)):
             return order.index(e)

@@ -46,7 +46,14 @@ def convert_subgraph(conv: Any, graph: torch.fx.Graph) -> torch.fx.GraphModule:
         for n in graph.nodes:
             if n.op == "placeholder":
                 new = conv.graph.placeholder(n.name)
-                new.meta["val"] = fake_of(conv, n.meta.get("val"))
+                val = n.meta.get("val")
+                if val is None and n.name in conv.ep.constants:
+                    # a lifted constant no side under this cond reads (a three-way size
+                    # split's inner cond passes it on): its value's fake, not None, which
+                    # torch's cond takes as no operand (fuzz seed 3404)
+                    new.meta["val"] = conv.fakes.static(conv.ep.constants[n.name])
+                else:
+                    new.meta["val"] = fake_of(conv, val)
                 conv.env[n] = new
             elif n.op == "get_attr":
                 conv.env[n] = convert_get_attr(conv, n, graph)
@@ -81,16 +88,82 @@ def quiet_symbol_logs(shape_env: Any) -> None:
 
 def run_hop(op: Any, args: tuple, kwargs: dict) -> Any:
     """`op` on fake values; torch's cond takes branches that write their inputs in place
-    (a StaticCache updated on a size split's sides) only without autograd."""
+    (a StaticCache updated on a size split's sides) only without autograd, and branch
+    outputs only dense in memory, laid out alike (a strided slice, an expanded or offset
+    view returned on a size split's sides, fuzz seeds 34 and 3401: made contiguous, as
+    torch's hint says, and run again)."""
+    env = _shape_env(args)
+    mark = len(env.pending_fresh_unbacked_symbols) if env is not None else 0
     try:
         return op(*args, **kwargs)
     except StructuredError:  # (safetrace's own, a RuntimeError for some: as it is)
         raise
-    except RuntimeError as exc:
+    except (RuntimeError, AssertionError) as exc:
+        if op is torch.ops.higher_order.cond and _merging(exc) and dense_outputs(args[1:3]):
+            if env is not None:  # (the failed try's sizes from data: bound to no output)
+                del env.pending_fresh_unbacked_symbols[mark:]
+            return run_hop(op, args, kwargs)
         if "in-place input or buffer mutations" not in str(exc):
             raise
     with torch.no_grad():
         return op(*args, **kwargs)
+
+
+def _shape_env(args: tuple) -> Any:
+    """The ShapeEnv of the fake values among `args` (None without one)."""
+    for leaf in torch.utils._pytree.tree_leaves(args):
+        mode = getattr(leaf, "fake_mode", None)
+        if mode is not None:
+            return mode.shape_env
+    return None
+
+
+def _merging(exc: BaseException) -> bool:
+    """Whether `exc` is torch's cond refusing to merge its branches' outputs' strides or
+    storage offsets (``_merge_output``: a strided slice, an expanded or offset view, outputs
+    laid out differently on the two sides)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "_merge_output":
+            return any(w in str(exc) for w in ("stride", "storage_offset", "b_val"))
+        tb = tb.tb_next
+    return False
+
+
+
+def dense_outputs(branches: tuple) -> bool:
+    """Each tensor output of the `branches` (GraphModules) made contiguous by a
+    ``clone(memory_format=torch.contiguous_format)`` (same values; a cond's outputs are new
+    tensors anyway), in place; False where there was none left to make."""
+    changed = False
+    for gm in branches:
+        if not isinstance(gm, torch.fx.GraphModule):
+            return False
+        out = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+
+        def dense(n: Any) -> Any:
+            nonlocal changed
+            val = n.meta.get("val") if isinstance(n, torch.fx.Node) else None
+            if not isinstance(val, torch.Tensor) or _is_dense_clone(n):
+                return n
+            with gm.graph.inserting_before(out):
+                new = gm.graph.call_function(torch.ops.aten.clone.default, (n,),
+                                             {"memory_format": torch.contiguous_format})
+            new.meta["val"] = torch.ops.aten.clone.default(
+                val, memory_format=torch.contiguous_format)
+            if "stack_trace" in n.meta:
+                new.meta["stack_trace"] = n.meta["stack_trace"]
+            changed = True
+            return new
+
+        out.args = (torch.fx.node.map_aggregate(out.args[0], dense),)
+        gm.recompile()
+    return changed
+
+
+def _is_dense_clone(n: torch.fx.Node) -> bool:
+    return n.target is torch.ops.aten.clone.default and \
+        n.kwargs.get("memory_format") is torch.contiguous_format
 
 
 def fake_of(conv: Any, val: Any) -> Any:
@@ -177,6 +250,20 @@ def functional_writes(graph: torch.fx.Graph) -> bool:
         node.replace_all_uses_with(new)
         graph.erase_node(node)
     return True
+
+
+def written_after(node: torch.fx.Node) -> bool:
+    """Whether an op after `node` in its graph writes a tensor in place (whether a copy in
+    place of `node`'s alias of its input could be seen: ``y.contiguous()``, then
+    ``y.mul_(3)``, changes eager's result too)."""
+    n = node.next
+    while n.op != "root":
+        t = n.target
+        if n.op == "call_function" and isinstance(t, torch._ops.OpOverload) and \
+                t._schema.is_mutable:
+            return True
+        n = n.next
+    return False
 
 
 def _read_later(old: torch.fx.Node, new: torch.fx.Node, order: dict, at: int) -> None:

@@ -50,7 +50,7 @@ from safetrace.interop.load_checks import lowered
 from safetrace.interop.memos import MASK_OPS, remember, shared_rows
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_under_grad,
                                    quiet_symbol_logs, run_hop, sizes_from_data,
-                                   without_empty_regions)
+                                   without_empty_regions, written_after)
 from safetrace.interop.lazy import fx_config, graph_signature, python_dispatch
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
@@ -314,9 +314,11 @@ class _Converter:
             self._grad_mode(node, args)
             return
         target = _REPLACE.get(target, target)
-        if target is _CONTIGUOUS:
+        if target is _CONTIGUOUS and not written_after(node):
             # torch's graphs never hold it (a composite, gone by export time); a program
-            # output made by it would lose its name when run_decompositions removes it
+            # output made by it would lose its name when run_decompositions removes it.
+            # (Where a write follows, it stays: eager's result aliases a contiguous input,
+            # which the write then changes, and a clone would not: fuzz seed 3402)
             target = torch.ops.aten.clone.default
             kwargs = {"memory_format": args[1] if len(args) > 1 else
                       kwargs.get("memory_format", torch.contiguous_format)}

@@ -68,6 +68,7 @@ FIELDS = ("programs", "exported", "inputs", "ok", "rejected", "over_rejection",
           "export_crash", "refused", "eager_fails")
 BAD = ("WRONG", "crash_after_checks", "export_crash")
 ONE_VALUE = " [the spec: a Dim with a one-value range]"
+CONVERTED = ("to_torch ", "load+to_torch ")   # the kinds of tests/fuzz/converted.py's findings
 
 
 @dataclass
@@ -120,6 +121,8 @@ class Stats:
     counts: Counter = field(default_factory=Counter)
     findings: list = field(default_factory=list)
     refusals: Refusals = field(default_factory=Refusals)
+    converted: dict = field(default_factory=dict)  # documented conversion refusals' classes:
+    # (way, class) -> (program, spec, message), one example each (tests/fuzz/converted.py)
 
     def line(self) -> str:
         c = self.counts
@@ -130,7 +133,8 @@ class Stats:
                 f"+{c['vmap_by_design']} empty vmap batches, +{c['rank_by_design']} other "
                 f"ranks), "
                 f"WRONG {c['WRONG']}, "
-                f"crash_after_checks {c['crash_after_checks']}, export_crash {c['export_crash']}")
+                f"crash_after_checks {c['crash_after_checks']}, export_crash {c['export_crash']}"
+                + (f"\n{_converted_line(c)}" if c["to_torch programs"] else ""))
 
     def refusal_line(self) -> str:
         c = self.counts
@@ -143,6 +147,12 @@ class Stats:
                 f"cannot run the example: not counted); exported {share:.1f}% of the "
                 f"{runnable} programs eager runs; {spec} refused for a one-value Dim range in "
                 f"the spec (torch.export refuses those too): {share2:.1f}% of the others")
+
+
+def _converted_line(counts) -> str:
+    from tests.fuzz.converted import line
+
+    return line(counts)
 
 
 # -- specs and sizes -----------------------------------------------------------------------
@@ -505,7 +515,8 @@ def torch_exports(program, spec) -> bool:
     return True
 
 
-def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch_export_p=0.0):
+def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch_export_p=0.0,
+                  to_torch_p=0.0):
     c = stats.counts
     c["programs"] += 1
     ep, err, key = export_classified(program, spec)
@@ -531,7 +542,7 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
         c["export_crash"] += 1
         stats.findings.append(Finding("export_crash", program, spec, None, "module() " + error_text(e)))
         return
-    accepted = []
+    accepted, runs = [], []    # runs: (args, outcome, message) for the converted check
     ranks = None
     for shapes, admitted in input_sizes(rng, program.inputs, spec, roots, n_inputs,
                                              ep.contract, program.paths()):
@@ -539,6 +550,8 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
         c["inputs"] += 1
         outcome, msg = run_input(eager, module, args)
         c[outcome] += 1
+        if outcome in ("ok", "rejected"):
+            runs.append((args, outcome, msg))
         if outcome == "rejected" and admitted and (out := _eager_out(eager, args)) is not None:
             why = by_design(ep, spec, shapes, msg)
             if why is None:
@@ -558,37 +571,52 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
         elif outcome == "ok" and not msg:
             accepted.append(args)
     if accepted and rng.random() < roundtrip_p:
-        buf = io.BytesIO()
+        _roundtrip(program, spec, ep, module, accepted, stats)
+    if to_torch_p and runs and rng.random() < to_torch_p:   # (drawn last: the run's other
+        # draws are those of a run without it)
+        from tests.fuzz.converted import check_converted
+
+        check_converted(program, spec, ep, runs, stats, lambda kind, args, msg:
+                        stats.findings.append(Finding(kind, program, spec, args, msg)))
+
+
+def _roundtrip(program, spec, ep, module, accepted, stats):
+    """A save/load round trip of `ep`: the loaded program's outputs on up to four accepted
+    inputs equal `module`'s bit for bit."""
+    c = stats.counts
+    buf = io.BytesIO()
+    try:
+        st.save(ep, buf)
+        loaded = program.flat(st.load(buf.getvalue()).module())
+    except Exception as e:  # noqa: BLE001
+        c["export_crash"] += 1
+        stats.findings.append(Finding("export_crash", program, spec, None, "save/load " + error_text(e)))
+        return
+    c["roundtrips"] += 1
+    for args in accepted[:4]:
         try:
-            st.save(ep, buf)
-            loaded = program.flat(st.load(buf.getvalue()).module())
+            with torch.no_grad():
+                d = compare(module(*copy.deepcopy(args)), loaded(*copy.deepcopy(args)),
+                            "exact")
         except Exception as e:  # noqa: BLE001
-            c["export_crash"] += 1
-            stats.findings.append(Finding("export_crash", program, spec, None, "save/load " + error_text(e)))
-            return
-        c["roundtrips"] += 1
-        for args in accepted[:4]:
-            try:
-                with torch.no_grad():
-                    d = compare(module(*copy.deepcopy(args)), loaded(*copy.deepcopy(args)),
-                                "exact")
-            except Exception as e:  # noqa: BLE001
-                d = error_text(e)
-            if d:
-                c["WRONG"] += 1
-                stats.findings.append(Finding("WRONG", program, spec, args, "save/load: " + d))
-                break
+            d = error_text(e)
+        if d:
+            c["WRONG"] += 1
+            stats.findings.append(Finding("WRONG", program, spec, args, "save/load: " + d))
+            break
 
 
 def fuzz(seed=0, programs=None, seconds=None, n_inputs=24, kinds=None, roundtrip_p=0.25,
-         avoid=(), torch_export_p=0.0, layouts=("flat",), outs=("tuple",)):
+         avoid=(), torch_export_p=0.0, layouts=("flat",), outs=("tuple",), to_torch_p=0.0):
     """Run until `programs` programs or `seconds` elapsed; returns Stats. ``layouts``: how
     forward may take its inputs (grammar.LAYOUTS: flat, keyword-only, a nested dict, a
-    list); ``outs``: how it may return its results (grammar.OUTS)."""
+    list); ``outs``: how it may return its results (grammar.OUTS); ``to_torch_p``: the share
+    of exported programs also converted with ``to_torch()`` and ``st.load(...).to_torch()``
+    and run on the same inputs (tests/fuzz/converted.py)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")      # torch's degrees-of-freedom warnings on empty dims
         return _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid,
-                     torch_export_p, layouts, outs)
+                     torch_export_p, layouts, outs, to_torch_p)
 
 
 
@@ -602,20 +630,25 @@ def program_rngs(seed, programs, seconds, stats):
         yield random.Random(rng.randrange(2**62))
 
 def _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid, torch_export_p,
-          layouts, outs):
+          layouts, outs, to_torch_p=0.0):
     stats = Stats()
     for prng in program_rngs(seed, programs, seconds, stats):
         program = build(prng, kinds, avoid=avoid, layouts=layouts, outs=outs)
         if not program.stmts:
             continue
         spec, roots = random_spec(prng, program.inputs)
-        check_program(program, spec, roots, prng, stats, n_inputs, roundtrip_p, torch_export_p)
+        check_program(program, spec, roots, prng, stats, n_inputs, roundtrip_p, torch_export_p,
+                      to_torch_p)
     return stats
 
 
 # -- shrinking -----------------------------------------------------------------------------
 
 def _fails(f: Finding, program) -> bool:
+    if f.kind.startswith(CONVERTED):
+        from tests.fuzz.converted import fails
+
+        return fails(f, program)
     try:
         model = program.flat(program.model())
         with torch.no_grad():
