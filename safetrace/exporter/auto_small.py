@@ -29,6 +29,8 @@ from safetrace.exporter.contract import Contract
 from safetrace.exporter.dim_conditions import holding_range
 from safetrace.exporter.eager_raises import ASSUMED_MIN, requirements_only
 from safetrace.exporter.program import ExportedProgram
+from safetrace.symbolic.canon import rebuild
+from safetrace.symbolic.expr import sym
 
 _SMALL = (0, 1)  # the sizes a condition may refuse for the dim to be split there
 _ABOVE = range(2, 18)  # sizes where a condition failing at 0 or 1 must fail only below some
@@ -200,16 +202,78 @@ def _named(ep: ExportedProgram) -> tuple[dict[str, Dim], dict[str, int]]:
         if least >= lo and not small or not all(_from_some_size(c, s, lo, hi) for c in small):
             continue  # (`s % 2 == 0` fails at 3 too: a named Dim would be refused)
         picked.append(s)
-    for group in _tied(picked, free, contract):
-        wheres = [w for s in group for w in free[s][0]]
+    groups = [([w for s in g for w in free[s][0]], max(free[s][1] for s in g),
+               min(free[s][3] for s in g), max(free[s][2] for s in g))
+              for g in _tied(picked, free, contract)]
+    groups += _through_equal(contract, free, {s for g in groups for s in g[0]})
+    for wheres, least, hi, top in groups:
         name = _name(wheres[0], taken)
         taken.add(name)
-        hi = min(free[s][3] for s in group)
-        dim = Dim(name, min=int(max(free[s][1] for s in group)),
-                  max=None if hi == math.inf else int(hi))
+        dim = Dim(name, min=int(least), max=None if hi == math.inf else int(hi))
         out.update((where, dim) for where in wheres)  # (the same Dim: equal sizes)
-        tops[name] = int(max(free[s][2] for s in group))
+        tops[name] = int(top)
     return out, tops
+
+
+_T = "auto_t"  # (the symbol an input dim's expression stands as, _through_equal)
+
+
+def _through_equal(contract: Contract, free: dict[str, tuple], taken: set[str]) -> list[tuple]:
+    """The groups (input dims, least size, upper end, lower end in the program) for each
+    Dim.AUTO / DYNAMIC input dim the program made an expression of others (gpt2's ids'
+    length, ``(s2*s3)//s0`` of its mask's sizes after ``attention_mask.view(batch, -1)``)
+    that a condition on that expression alone refuses at 0 or 1 and at no larger size
+    from some size on (``(s2*s3)//s0 >= 2``: transformers' ``q_length > 1``): that dim
+    and the Dim.AUTO sizes of the expression with the example's size of the dim (the
+    mask's length), as one Dim.  (The program then takes them equal: an input where they
+    differ that eager reshapes, a (3, 4) mask for (2, 6) ids, is refused: narrower.)"""
+    out = []
+    examples = {s: v[4] for s, v in free.items()}
+    for inp in contract.inputs:
+        for d, dim in enumerate(getattr(inp, "dims", ())):
+            where = inp.where(d)
+            if dim.kind != "equal" or dim.declared not in ("Dim.AUTO", "Dim.DYNAMIC") or \
+                    where in taken or not dim.size.free_symbols <= examples.keys():
+                continue
+            conds = [c for c in (_through(x.cond, dim.size) for x in contract.conditions)
+                     if c is not None]
+            small = [c for c in conds if any(not _holds(c, _T, v) for v in _SMALL)]
+            if not small or not all(_from_some_size(c, _T, 0, math.inf) for c in small):
+                continue
+            example = _at_example(dim.size, examples)
+            tied = [s for s in sorted(dim.size.free_symbols) if examples[s] == example and
+                    not set(free[s][0]) & taken]
+            if example is None or not tied:
+                continue  # (no dim of the expression to be that Dim: the relation refused)
+            top = next((v for v in range(max(free[s][2] for s in tied), example + 1)
+                        if all(_holds(c, _T, v) for c in conds)), example)
+            wheres = [where] + [w for s in tied for w in free[s][0]]
+            taken.update(wheres)
+            out.append((wheres, max(free[s][1] for s in tied),
+                        min(free[s][3] for s in tied), top))
+    return out
+
+
+def _through(cond: Any, e: Any) -> Any:
+    """`cond` with each occurrence of expression `e` made the symbol ``_T``, where that
+    leaves no other symbol (``(s2*s3)//s0 >= 2`` -> ``auto_t >= 2``); else None."""
+    def walk(x: Any) -> Any:
+        if x is e:
+            return sym(_T)
+        if x.op in ("sym", "const", "fconst") or not x.args:
+            return x
+        new = tuple(walk(a) for a in x.args)
+        return x if all(a is b for a, b in zip(new, x.args)) else rebuild(x.op, new)
+
+    out = walk(cond)
+    return out if out.free_symbols == {_T} else None
+
+
+def _at_example(e: Any, examples: dict[str, int]) -> int | None:
+    try:
+        return int(e.evaluate(examples))
+    except Exception:  # noqa: BLE001 - not defined at the example (a division by 0)
+        return None
 
 
 def _tied(picked: list[str], free: dict[str, tuple], contract: Contract) -> list[list[str]]:
