@@ -19,6 +19,7 @@ stays dynamic: each side is a branch of one program, nothing is specialized).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import re
 from typing import Any, Callable
@@ -27,15 +28,18 @@ from safetrace.dims import Dim
 from safetrace.errors import ExportError
 from safetrace.exporter.contract import Contract
 from safetrace.exporter.dim_conditions import holding_range
-from safetrace.exporter.eager_raises import ASSUMED_MIN, requirements_only
+from safetrace.exporter.declared_ranges import declared_range
+from safetrace.exporter.eager_raises import ASSUMED_MIN, refuting, requirements_only
 from safetrace.exporter.program import ExportedProgram
 from safetrace.symbolic.canon import rebuild
 from safetrace.symbolic.expr import sym
 
 _SMALL = (0, 1)  # the sizes a condition may refuse for the dim to be split there
+_LARGER = range(2, 65)  # sizes where the program split must admit what the first one did
 _ABOVE = range(2, 18)  # sizes where a condition failing at 0 or 1 must fail only below some
 _HINTS = ("auto", "dynamic")  # the hints whose dims are split here (DimDecl.kind)
 _INTERNAL = "internal error:"  # (errors.internal_error / internal_exception: a bug)
+_POINTS = 256  # sizes breaking a relation looked at for one eager computes at
 
 
 def auto_places(dyn: Any, contract: Contract) -> dict[str, tuple[list[str], int, int]]:
@@ -63,6 +67,27 @@ def auto_places(dyn: Any, contract: Contract) -> dict[str, tuple[list[str], int,
     return out
 
 
+def auto_relations(env: Any, contract: Contract, places: dict) -> list[tuple]:
+    """The symbols of each residual condition between two or more sizes, Dim.AUTO / DYNAMIC
+    ones among them (`places`: ``auto_places``), that some sizes break with one of them below 2 where eager
+    computes (no requirement fails there): ``if v.shape[0] > 2:`` of ``y.flatten(0, -3)``
+    kept as ``s0*s1 >= 3`` refuses (2, 1).  Each is exported again as a named Dim, whose
+    relation the split machinery traces both ways (``relation_splits.py``).  Each as
+    (symbol, its input dim, its example size) of every size of the condition."""
+    out = []
+    for c in contract.conditions:
+        syms = sorted(c.cond.free_symbols)
+        if len(syms) < 2 or not set(syms) & places.keys() or declared_range(c.origin) or \
+                any(contract.symbol(s) is None or not contract.symbol(s).backed for s in syms):
+            continue  # (a named Dim among them: y0 Dim.DYNAMIC, y1 a Dim; named ones stay)
+        for point in itertools.islice(refuting(env, contract, c, syms, 0), _POINTS):
+            if min(point.values()) < ASSUMED_MIN and not requirements_only(env, point, True):
+                out.append(tuple((s, contract.symbol(s).where, int(env.hints[s]))
+                                 for s in syms))
+                break
+    return out
+
+
 def auto_budget(named: dict[str, Dim] | None) -> int:
     """The splits the export with `named`'s Dims may make beyond ``max_splits``: 2 for each
     (its sizes 0 and 1 apart, in each side of the others': mra's batch 1 and length 1, six
@@ -80,13 +105,14 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
     than `ep` (each Dim at 0 or 1, the other dims as in the example); else `ep`."""
     named, tops = _named(ep)
     refusals: list[str] = []
-    examples = {w: e for wheres, _, e in (getattr(ep, "auto_places", None) or {}).values()
-                for w in wheres}
+    examples = {w: e for rel in getattr(ep, "auto_relations", ()) for _, w, e in rel}
+    examples.update((w, e) for wheres, _, e in (getattr(ep, "auto_places", None) or {}).values()
+                    for w in wheres)  # (and a named Dim's of a relation with them)
     best = ep
     if named:
         out = _climb(ep, named, tops, export_named, refusals)
-        if out is not None and _left_out(out, named, examples) < _left_out(ep, named,
-                                                                          examples):
+        if out is not None and _left_out(out, named, examples) < _left_out(
+                ep, named, examples) and not _refuses_more(out, ep, named, examples):
             best = out
     if best is ep and refusals:
         ep.auto_split_refusals = refusals
@@ -133,17 +159,29 @@ def _left_out(ep: ExportedProgram, named: dict[str, Dim], examples: dict[str, in
     n = 0
     for name in dict.fromkeys(d.name for d in named.values()):
         lowest = min(d.min for d in named.values() if d.name == name)
-        for v in _SMALL:
-            if v < lowest:
-                continue
-            point = {x.name: v if x.where in named and named[x.where].name == name
-                     else examples.get(x.where) for x in ep.contract.symbols if x.backed}
-            point = {k: p for k, p in point.items() if p is not None}
-            n += any(not ((x.lo or 0) <= point[x.name] <= (math.inf if x.hi is None else x.hi))
-                     for x in ep.contract.symbols if x.name in point) or any(
-                c.cond.free_symbols <= point.keys() and not _at(c.cond, point)
-                for c in ep.contract.conditions)
+        n += sum(_refuses(ep, named, examples, name, v) for v in _SMALL if v >= lowest)
     return n
+
+
+def _refuses_more(out: ExportedProgram, ep: ExportedProgram, named: dict[str, Dim],
+                  examples: dict[str, int]) -> bool:
+    """Whether `out` refuses a size from 2 to 64 of a Dim of `named` that `ep` admits (the
+    other dims as in `_left_out`): bamba's length Dim stopped at 15 where the conditions
+    `s % 8 != 0` around the example stop holding, and its program refused length 20."""
+    return any(_refuses(out, named, examples, name, v) and
+               not _refuses(ep, named, examples, name, v)
+               for name in dict.fromkeys(d.name for d in named.values()) for v in _LARGER)
+
+
+def _refuses(ep: ExportedProgram, named: dict[str, Dim], examples: dict[str, int],
+             name: str, v: int) -> bool:
+    point = {x.name: v if x.where in named and named[x.where].name == name
+             else examples.get(x.where) for x in ep.contract.symbols if x.backed}
+    point = {k: p for k, p in point.items() if p is not None}
+    return any(not ((x.lo or 0) <= point[x.name] <= (math.inf if x.hi is None else x.hi))
+               for x in ep.contract.symbols if x.name in point) or any(
+        c.cond.free_symbols <= point.keys() and not _at(c.cond, point)
+        for c in ep.contract.conditions)
 
 
 def _at(cond: Any, point: dict) -> bool:
@@ -206,6 +244,14 @@ def _named(ep: ExportedProgram) -> tuple[dict[str, Dim], dict[str, int]]:
                min(free[s][3] for s in g), max(free[s][2] for s in g))
               for g in _tied(picked, free, contract)]
     groups += _through_equal(contract, free, {s for g in groups for s in g[0]})
+    taken_wheres = {w for g in groups for w in g[0]}
+    for rel in getattr(ep, "auto_relations", ()):
+        mine = [s for s, _, _ in rel if s in free]
+        if any(set(free[s][0]) & taken_wheres for s in mine):
+            continue  # (a size of it split above already: gpt2's `(s2*s3)//s0 >= 2`)
+        for s in mine:  # (each its own Dim: the relation split of named Dims)
+            groups.append((free[s][0], free[s][1], free[s][3], free[s][2]))
+            taken_wheres.update(free[s][0])
     for wheres, least, hi, top in groups:
         name = _name(wheres[0], taken)
         taken.add(name)
@@ -279,8 +325,9 @@ def _at_example(e: Any, examples: dict[str, int]) -> int | None:
 def _tied(picked: list[str], free: dict[str, tuple], contract: Contract) -> list[list[str]]:
     """The groups of symbols traced as one Dim: each of `picked`, with the Dim.AUTO / DYNAMIC
     sizes (`free`) of the example's value that an equation of the program puts on its other
-    side (``s0*s1 == s2*s3``, mra's ids and mask: batch with batch, length with length),
-    so that a side at batch 1 has both at 1 (apart, the equation breaks there: eager raises).
+    side (``s0*s1 == s2*s3``, mra's ids and mask: batch with batch, length with length;
+    ``s1 == min(s1, s3)``, doge's mask at least as long as the ids), so that a side at
+    batch 1 has both at 1 (apart, the equation breaks there: eager raises).
     The program then takes them equal (narrower than the relation: refused otherwise)."""
     parent = {s: s for s in free}
 
@@ -293,8 +340,8 @@ def _tied(picked: list[str], free: dict[str, tuple], contract: Contract) -> list
         if c.cond.op != "eq" or len(c.cond.args) != 2:
             continue
         left, right = (a.free_symbols for a in c.cond.args)
-        for a in left - right:
-            for b in right - left:
+        for a in left:  # (doge's `s1 == min(s1, s3)`: a mask at least as long, the lengths)
+            for b in right - {a}:
                 if a in free and b in free and free[a][4] == free[b][4] and \
                         (a in picked or b in picked):
                     parent[root(a)] = root(b)

@@ -369,6 +369,10 @@ def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> Export
                          state=dict(ref.ep._state), constants=consts, contract=contract)
     for attr in ("dim_names", "exported_training", "module_tree", "retrace"):
         setattr(ep, attr, getattr(ref.ep, attr))
+    relations = [r for s in sides for r in getattr(s.ep, "auto_relations", ())]
+    if relations:  # (a Dim.AUTO / DYNAMIC size related to a split Dim: auto_small.py's)
+        ep.auto_places = getattr(ref.ep, "auto_places", None)
+        ep.auto_relations = list(dict.fromkeys(relations))
     widen_unbacked(ep, [s.ep for s in sides])
     return ep
 
