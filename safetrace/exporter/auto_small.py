@@ -69,19 +69,22 @@ def auto_places(dyn: Any, contract: Contract) -> dict[str, tuple[list[str], int,
 
 def auto_relations(env: Any, contract: Contract, places: dict) -> list[tuple]:
     """The symbols of each residual condition between two or more sizes, Dim.AUTO / DYNAMIC
-    ones among them (`places`: ``auto_places``), that some sizes break with one of them below 2 where eager
-    computes (no requirement fails there): ``if v.shape[0] > 2:`` of ``y.flatten(0, -3)``
-    kept as ``s0*s1 >= 3`` refuses (2, 1).  Each is exported again as a named Dim, whose
-    relation the split machinery traces both ways (``relation_splits.py``).  Each as
-    (symbol, its input dim, its example size) of every size of the condition."""
+    ones among them (`places`: ``auto_places``), that some sizes break with one of them
+    below 2 where eager computes (no requirement fails there): ``if v.shape[0] > 2:`` of
+    ``y.flatten(0, -3)`` kept as ``s0*s1 >= 3`` refuses (2, 1); and of each condition on
+    one such size that a size eager computes at breaks (``if t % 5 != 0:`` of a block
+    padding refuses t = 20).  Each is exported again as a named Dim, whose condition the
+    split machinery traces both ways (``relation_splits.py``).  Each as (symbol, its input
+    dim, its example size) of every size of the condition."""
     out = []
     for c in contract.conditions:
         syms = sorted(c.cond.free_symbols)
-        if len(syms) < 2 or not set(syms) & places.keys() or declared_range(c.origin) or \
+        if not set(syms) & places.keys() or declared_range(c.origin) or \
                 any(contract.symbol(s) is None or not contract.symbol(s).backed for s in syms):
             continue  # (a named Dim among them: y0 Dim.DYNAMIC, y1 a Dim; named ones stay)
+        least = ASSUMED_MIN if len(syms) > 1 else math.inf
         for point in itertools.islice(refuting(env, contract, c, syms, 0), _POINTS):
-            if min(point.values()) < ASSUMED_MIN and not requirements_only(env, point, True):
+            if min(point.values()) < least and not requirements_only(env, point, True):
                 out.append(tuple((s, contract.symbol(s).where, int(env.hints[s]))
                                  for s in syms))
                 break
@@ -111,8 +114,7 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
     best = ep
     if named:
         out = _climb(ep, named, tops, export_named, refusals)
-        if out is not None and _left_out(out, named, examples) < _left_out(
-                ep, named, examples) and not _refuses_more(out, ep, named, examples):
+        if out is not None and _fewer(out, ep, named, examples):
             best = out
     if best is ep and refusals:
         ep.auto_split_refusals = refusals
@@ -152,15 +154,29 @@ def _climb(ep: ExportedProgram, named: dict[str, Dim], tops: dict[str, int],
     return best
 
 
-def _left_out(ep: ExportedProgram, named: dict[str, Dim], examples: dict[str, int]) -> int:
-    """How many sizes below 2 of `named`'s Dims `ep` refuses, each Dim's input dims at that
-    size and every other Dim.AUTO / DYNAMIC dim as in the example (`examples`: input dim ->
-    size): outside a symbol's range, or failing a run-time condition there."""
+def _left_out(ep: ExportedProgram, named: dict[str, Dim], examples: dict[str, int],
+              sizes: Any = _SMALL) -> int:
+    """How many sizes below 2 (or of `sizes`) of `named`'s Dims `ep` refuses, each Dim's
+    input dims at that size and every other Dim.AUTO / DYNAMIC dim as in the example
+    (`examples`: input dim -> size): outside a symbol's range, or failing a run-time
+    condition there."""
     n = 0
     for name in dict.fromkeys(d.name for d in named.values()):
         lowest = min(d.min for d in named.values() if d.name == name)
-        n += sum(_refuses(ep, named, examples, name, v) for v in _SMALL if v >= lowest)
+        n += sum(_refuses(ep, named, examples, name, v) for v in sizes if v >= lowest)
     return n
+
+
+def _fewer(out: ExportedProgram, ep: ExportedProgram, named: dict[str, Dim],
+           examples: dict[str, int]) -> bool:
+    """Whether `out` refuses fewer sizes below 2 of `named`'s Dims than `ep` (or as many,
+    and fewer from 2 to 64: a block padding's `t % 5 != 0`), and none from 2 to 64 that
+    `ep` admits."""
+    small = _left_out(out, named, examples), _left_out(ep, named, examples)
+    if small[0] > small[1] or _refuses_more(out, ep, named, examples):
+        return False
+    return small[0] < small[1] or _left_out(out, named, examples, _LARGER) < _left_out(
+        ep, named, examples, _LARGER)
 
 
 def _refuses_more(out: ExportedProgram, ep: ExportedProgram, named: dict[str, Dim],
@@ -233,7 +249,8 @@ def _named(ep: ExportedProgram) -> tuple[dict[str, Dim], dict[str, int]]:
         conds = [c.cond for c in contract.conditions if c.cond.free_symbols == {s}]
         small = [c for c in conds if any(lo <= v <= hi and not _holds(c, s, v)
                                          for v in _SMALL)]
-        held = holding_range([c for c in conds if c not in small], s, example, lo, hi, {})
+        held = holding_range([c for c in conds if c not in small and
+                              not _holds_again(c, s, example)], s, example, lo, hi, {})
         if held is not None and held[1] < hi:  # (`s <= 70` checked: the Dim's range, as
             hi = held[1]  # sizes above are no side of it: eager raises there)
         free[s] = (wheres, min(least, lo), lo, hi, example)
@@ -349,6 +366,13 @@ def _tied(picked: list[str], free: dict[str, tuple], contract: Contract) -> list
     for s in free:
         groups.setdefault(root(s), []).append(s)
     return [g for g in groups.values() if any(s in picked for s in g)]
+
+
+def _holds_again(cond: Any, s: str, example: int) -> bool:
+    """Whether `cond` on `s` alone, failing at some size above `example`, holds again at a
+    larger one (``s % 8 != 0``: no upper end of the Dim's range, a condition to split)."""
+    above = [_holds(cond, s, v) for v in range(example + 1, example + 2 * len(_LARGER))]
+    return False in above and True in above[above.index(False):]
 
 
 def _from_some_size(cond: Any, s: str, lo: float, hi: float) -> bool:
