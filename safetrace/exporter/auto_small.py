@@ -386,6 +386,19 @@ def _holds(cond: Any, s: str, v: int) -> bool:
     return _at(cond, {s: v})  # (not decidable at that size alone: held, not split)
 
 
+def labels(dyn: Any) -> dict[str, str]:
+    """{symbol: the name a split shows it by}: a named Dim's, else the name a Dim.AUTO /
+    DYNAMIC dim split here gets (``x.shape[0]`` -> ``x_shape_0``), for ``st.explain``'s
+    guards."""
+    if dyn is None:
+        return {}
+    out = dict(getattr(dyn, "dim_names", {}))
+    for d in getattr(dyn, "decls", ()):
+        if d.kind in _HINTS and d.expr.op == "sym":
+            out.setdefault(d.expr.name, _name(d.where, set()))
+    return out
+
+
 def _name(where: str, taken: set) -> str:
     """A Dim name for an input dim (``x.shape[0]`` -> ``x_shape_0``), none of `taken`."""
     base = re.sub(r"\W+", "_", where).strip("_") or "auto"

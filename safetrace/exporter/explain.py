@@ -101,7 +101,7 @@ class ExplainReport:
         if self.contract is not None:
             self.dims = self.contract.dims_report()
         if self.env is not None:
-            names = getattr(self.dyn, "dim_names", None)
+            names = auto_small.labels(self.dyn)  # (a split Dim's names: named, or AUTO's)
             for i, g in enumerate(self.env.guards):
                 where = short(g.origin) if isinstance(g.origin, str) and g.origin else ""
                 split = dropped is not None and i < len(dropped) and dropped[i] or any(

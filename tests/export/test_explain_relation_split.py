@@ -21,20 +21,24 @@ class SameShape(torch.nn.Module):
 MODEL = SameShape()
 ARGS = (torch.randn(3), torch.randn(4, 2, 2, 2))
 SPEC = ({0: st.Dim("a")}, {0: st.Dim("b")})
+AUTO = ({0: st.Dim.AUTO}, {0: st.Dim.AUTO})  # (kept as a check `s0 != s1`: (4, 4) refused,
+# now split as named Dims, auto_small.auto_relations)
 
 
-def test_explain_reports_the_split_st_export_makes():
-    report = st.explain(MODEL, ARGS, dynamic_shapes=SPEC)
+@pytest.mark.parametrize("spec,split", [(SPEC, "a != b"), (AUTO, "x_shape_0 != y_shape_0")])
+def test_explain_reports_the_split_st_export_makes(spec, split):
+    report = st.explain(MODEL, ARGS, dynamic_shapes=spec)
     text = str(report)
     assert report.ok and not report.problems, text
-    assert any("relation split on `a != b`" in line for line in report.splits), text
+    assert any(f"relation split on `{split}`" in line for line in report.splits), text
     assert "s0 != s1 [split]" in text
     assert "Fix:" not in text and "Dim.DYNAMIC" not in text
 
 
+@pytest.mark.parametrize("spec", [SPEC, AUTO])
 @pytest.mark.parametrize("a,b", [(3, 4), (4, 4), (1, 1), (0, 0), (1, 0), (0, 2), (2, 5)])
-def test_the_program_matches_eager_on_both_sides(a, b):
-    ep = st.export(MODEL, ARGS, dynamic_shapes=SPEC)
+def test_the_program_matches_eager_on_both_sides(spec, a, b):
+    ep = st.export(MODEL, ARGS, dynamic_shapes=spec)
     args = (torch.randn(a), torch.randn(b, 2, 2, 2))
     torch.testing.assert_close(ep.module()(*args), MODEL(*args))
 
