@@ -11,7 +11,8 @@ import torch
 from safetrace import pytree
 from safetrace import errors as E
 from safetrace.errors.dropin import is_torch_program
-from safetrace.exporter.auto_small import auto_budget, auto_places, split_auto_small
+from safetrace.exporter.auto_small import (auto_budget, auto_places, auto_relations,
+                                            split_auto_small)
 from safetrace.exporter.caught import eager_classes, refusals_watched
 from safetrace.exporter.fake_built import built_under
 from safetrace.exporter.global_caches import GlobalCaches
@@ -327,6 +328,8 @@ class Exporter:
         if ep.small_sides:  # (the next candidates, where a split at the first fails)
             ep.small_more = functools.partial(small_sides, self.env, contract, self.dyn)
         ep.auto_places = auto_places(self.dyn, contract)  # (auto_small.py)
+        ep.auto_relations = [] if problems else auto_relations(self.env, contract,
+                                                               ep.auto_places)
         ep.relation_sides = [] if problems else relation_sides(
             self.env, contract, self.dyn)  # (any other relation: relation_splits.py)
         return ep

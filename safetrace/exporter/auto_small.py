@@ -19,6 +19,7 @@ stays dynamic: each side is a branch of one program, nothing is specialized).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import re
 from typing import Any, Callable
@@ -27,13 +28,18 @@ from safetrace.dims import Dim
 from safetrace.errors import ExportError
 from safetrace.exporter.contract import Contract
 from safetrace.exporter.dim_conditions import holding_range
-from safetrace.exporter.eager_raises import ASSUMED_MIN, requirements_only
+from safetrace.exporter.declared_ranges import declared_range
+from safetrace.exporter.eager_raises import ASSUMED_MIN, refuting, requirements_only
 from safetrace.exporter.program import ExportedProgram
+from safetrace.symbolic.canon import rebuild
+from safetrace.symbolic.expr import sym
 
 _SMALL = (0, 1)  # the sizes a condition may refuse for the dim to be split there
+_LARGER = range(2, 65)  # sizes where the program split must admit what the first one did
 _ABOVE = range(2, 18)  # sizes where a condition failing at 0 or 1 must fail only below some
 _HINTS = ("auto", "dynamic")  # the hints whose dims are split here (DimDecl.kind)
 _INTERNAL = "internal error:"  # (errors.internal_error / internal_exception: a bug)
+_POINTS = 256  # sizes breaking a relation looked at for one eager computes at
 
 
 def auto_places(dyn: Any, contract: Contract) -> dict[str, tuple[list[str], int, int]]:
@@ -61,6 +67,30 @@ def auto_places(dyn: Any, contract: Contract) -> dict[str, tuple[list[str], int,
     return out
 
 
+def auto_relations(env: Any, contract: Contract, places: dict) -> list[tuple]:
+    """The symbols of each residual condition between two or more sizes, Dim.AUTO / DYNAMIC
+    ones among them (`places`: ``auto_places``), that some sizes break with one of them
+    below 2 where eager computes (no requirement fails there): ``if v.shape[0] > 2:`` of
+    ``y.flatten(0, -3)`` kept as ``s0*s1 >= 3`` refuses (2, 1); and of each condition on
+    one such size that a size eager computes at breaks (``if t % 5 != 0:`` of a block
+    padding refuses t = 20).  Each is exported again as a named Dim, whose condition the
+    split machinery traces both ways (``relation_splits.py``).  Each as (symbol, its input
+    dim, its example size) of every size of the condition."""
+    out = []
+    for c in contract.conditions:
+        syms = sorted(c.cond.free_symbols)
+        if not set(syms) & places.keys() or declared_range(c.origin) or \
+                any(contract.symbol(s) is None or not contract.symbol(s).backed for s in syms):
+            continue  # (a named Dim among them: y0 Dim.DYNAMIC, y1 a Dim; named ones stay)
+        least = ASSUMED_MIN if len(syms) > 1 else math.inf
+        for point in itertools.islice(refuting(env, contract, c, syms, 0), _POINTS):
+            if min(point.values()) < least and not requirements_only(env, point, True):
+                out.append(tuple((s, contract.symbol(s).where, int(env.hints[s]))
+                                 for s in syms))
+                break
+    return out
+
+
 def auto_budget(named: dict[str, Dim] | None) -> int:
     """The splits the export with `named`'s Dims may make beyond ``max_splits``: 2 for each
     (its sizes 0 and 1 apart, in each side of the others': mra's batch 1 and length 1, six
@@ -78,13 +108,13 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
     than `ep` (each Dim at 0 or 1, the other dims as in the example); else `ep`."""
     named, tops = _named(ep)
     refusals: list[str] = []
-    examples = {w: e for wheres, _, e in (getattr(ep, "auto_places", None) or {}).values()
-                for w in wheres}
+    examples = {w: e for rel in getattr(ep, "auto_relations", ()) for _, w, e in rel}
+    examples.update((w, e) for wheres, _, e in (getattr(ep, "auto_places", None) or {}).values()
+                    for w in wheres)  # (and a named Dim's of a relation with them)
     best = ep
     if named:
         out = _climb(ep, named, tops, export_named, refusals)
-        if out is not None and _left_out(out, named, examples) < _left_out(ep, named,
-                                                                          examples):
+        if out is not None and _fewer(out, ep, named, examples):
             best = out
     if best is ep and refusals:
         ep.auto_split_refusals = refusals
@@ -124,24 +154,50 @@ def _climb(ep: ExportedProgram, named: dict[str, Dim], tops: dict[str, int],
     return best
 
 
-def _left_out(ep: ExportedProgram, named: dict[str, Dim], examples: dict[str, int]) -> int:
-    """How many sizes below 2 of `named`'s Dims `ep` refuses, each Dim's input dims at that
-    size and every other Dim.AUTO / DYNAMIC dim as in the example (`examples`: input dim ->
-    size): outside a symbol's range, or failing a run-time condition there."""
+def _left_out(ep: ExportedProgram, named: dict[str, Dim], examples: dict[str, int],
+              sizes: Any = _SMALL) -> int:
+    """How many sizes below 2 (or of `sizes`) of `named`'s Dims `ep` refuses, each Dim's
+    input dims at that size and every other Dim.AUTO / DYNAMIC dim as in the example
+    (`examples`: input dim -> size): outside a symbol's range, or failing a run-time
+    condition there."""
     n = 0
     for name in dict.fromkeys(d.name for d in named.values()):
         lowest = min(d.min for d in named.values() if d.name == name)
-        for v in _SMALL:
-            if v < lowest:
-                continue
-            point = {x.name: v if x.where in named and named[x.where].name == name
-                     else examples.get(x.where) for x in ep.contract.symbols if x.backed}
-            point = {k: p for k, p in point.items() if p is not None}
-            n += any(not ((x.lo or 0) <= point[x.name] <= (math.inf if x.hi is None else x.hi))
-                     for x in ep.contract.symbols if x.name in point) or any(
-                c.cond.free_symbols <= point.keys() and not _at(c.cond, point)
-                for c in ep.contract.conditions)
+        n += sum(_refuses(ep, named, examples, name, v) for v in sizes if v >= lowest)
     return n
+
+
+def _fewer(out: ExportedProgram, ep: ExportedProgram, named: dict[str, Dim],
+           examples: dict[str, int]) -> bool:
+    """Whether `out` refuses fewer sizes below 2 of `named`'s Dims than `ep` (or as many,
+    and fewer from 2 to 64: a block padding's `t % 5 != 0`), and none from 2 to 64 that
+    `ep` admits."""
+    small = _left_out(out, named, examples), _left_out(ep, named, examples)
+    if small[0] > small[1] or _refuses_more(out, ep, named, examples):
+        return False
+    return small[0] < small[1] or _left_out(out, named, examples, _LARGER) < _left_out(
+        ep, named, examples, _LARGER)
+
+
+def _refuses_more(out: ExportedProgram, ep: ExportedProgram, named: dict[str, Dim],
+                  examples: dict[str, int]) -> bool:
+    """Whether `out` refuses a size from 2 to 64 of a Dim of `named` that `ep` admits (the
+    other dims as in `_left_out`): bamba's length Dim stopped at 15 where the conditions
+    `s % 8 != 0` around the example stop holding, and its program refused length 20."""
+    return any(_refuses(out, named, examples, name, v) and
+               not _refuses(ep, named, examples, name, v)
+               for name in dict.fromkeys(d.name for d in named.values()) for v in _LARGER)
+
+
+def _refuses(ep: ExportedProgram, named: dict[str, Dim], examples: dict[str, int],
+             name: str, v: int) -> bool:
+    point = {x.name: v if x.where in named and named[x.where].name == name
+             else examples.get(x.where) for x in ep.contract.symbols if x.backed}
+    point = {k: p for k, p in point.items() if p is not None}
+    return any(not ((x.lo or 0) <= point[x.name] <= (math.inf if x.hi is None else x.hi))
+               for x in ep.contract.symbols if x.name in point) or any(
+        c.cond.free_symbols <= point.keys() and not _at(c.cond, point)
+        for c in ep.contract.conditions)
 
 
 def _at(cond: Any, point: dict) -> bool:
@@ -193,30 +249,102 @@ def _named(ep: ExportedProgram) -> tuple[dict[str, Dim], dict[str, int]]:
         conds = [c.cond for c in contract.conditions if c.cond.free_symbols == {s}]
         small = [c for c in conds if any(lo <= v <= hi and not _holds(c, s, v)
                                          for v in _SMALL)]
-        held = holding_range([c for c in conds if c not in small], s, example, lo, hi, {})
+        held = holding_range([c for c in conds if c not in small and
+                              not _holds_again(c, s, example)], s, example, lo, hi, {})
         if held is not None and held[1] < hi:  # (`s <= 70` checked: the Dim's range, as
             hi = held[1]  # sizes above are no side of it: eager raises there)
         free[s] = (wheres, min(least, lo), lo, hi, example)
         if least >= lo and not small or not all(_from_some_size(c, s, lo, hi) for c in small):
             continue  # (`s % 2 == 0` fails at 3 too: a named Dim would be refused)
         picked.append(s)
-    for group in _tied(picked, free, contract):
-        wheres = [w for s in group for w in free[s][0]]
+    groups = [([w for s in g for w in free[s][0]], max(free[s][1] for s in g),
+               min(free[s][3] for s in g), max(free[s][2] for s in g))
+              for g in _tied(picked, free, contract)]
+    groups += _through_equal(contract, free, {s for g in groups for s in g[0]})
+    taken_wheres = {w for g in groups for w in g[0]}
+    for rel in getattr(ep, "auto_relations", ()):
+        mine = [s for s, _, _ in rel if s in free]
+        if any(set(free[s][0]) & taken_wheres for s in mine):
+            continue  # (a size of it split above already: gpt2's `(s2*s3)//s0 >= 2`)
+        for s in mine:  # (each its own Dim: the relation split of named Dims)
+            groups.append((free[s][0], free[s][1], free[s][3], free[s][2]))
+            taken_wheres.update(free[s][0])
+    for wheres, least, hi, top in groups:
         name = _name(wheres[0], taken)
         taken.add(name)
-        hi = min(free[s][3] for s in group)
-        dim = Dim(name, min=int(max(free[s][1] for s in group)),
-                  max=None if hi == math.inf else int(hi))
+        dim = Dim(name, min=int(least), max=None if hi == math.inf else int(hi))
         out.update((where, dim) for where in wheres)  # (the same Dim: equal sizes)
-        tops[name] = int(max(free[s][2] for s in group))
+        tops[name] = int(top)
     return out, tops
+
+
+_T = "auto_t"  # (the symbol an input dim's expression stands as, _through_equal)
+
+
+def _through_equal(contract: Contract, free: dict[str, tuple], taken: set[str]) -> list[tuple]:
+    """The groups (input dims, least size, upper end, lower end in the program) for each
+    Dim.AUTO / DYNAMIC input dim the program made an expression of others (gpt2's ids'
+    length, ``(s2*s3)//s0`` of its mask's sizes after ``attention_mask.view(batch, -1)``)
+    that a condition on that expression alone refuses at 0 or 1 and at no larger size
+    from some size on (``(s2*s3)//s0 >= 2``: transformers' ``q_length > 1``): that dim
+    and the Dim.AUTO sizes of the expression with the example's size of the dim (the
+    mask's length), as one Dim.  (The program then takes them equal: an input where they
+    differ that eager reshapes, a (3, 4) mask for (2, 6) ids, is refused: narrower.)"""
+    out = []
+    examples = {s: v[4] for s, v in free.items()}
+    for inp in contract.inputs:
+        for d, dim in enumerate(getattr(inp, "dims", ())):
+            where = inp.where(d)
+            if dim.kind != "equal" or dim.declared not in ("Dim.AUTO", "Dim.DYNAMIC") or \
+                    where in taken or not dim.size.free_symbols <= examples.keys():
+                continue
+            conds = [c for c in (_through(x.cond, dim.size) for x in contract.conditions)
+                     if c is not None]
+            small = [c for c in conds if any(not _holds(c, _T, v) for v in _SMALL)]
+            if not small or not all(_from_some_size(c, _T, 0, math.inf) for c in small):
+                continue
+            example = _at_example(dim.size, examples)
+            tied = [s for s in sorted(dim.size.free_symbols) if examples[s] == example and
+                    not set(free[s][0]) & taken]
+            if example is None or not tied:
+                continue  # (no dim of the expression to be that Dim: the relation refused)
+            top = next((v for v in range(max(free[s][2] for s in tied), example + 1)
+                        if all(_holds(c, _T, v) for c in conds)), example)
+            wheres = [where] + [w for s in tied for w in free[s][0]]
+            taken.update(wheres)
+            out.append((wheres, max(free[s][1] for s in tied),
+                        min(free[s][3] for s in tied), top))
+    return out
+
+
+def _through(cond: Any, e: Any) -> Any:
+    """`cond` with each occurrence of expression `e` made the symbol ``_T``, where that
+    leaves no other symbol (``(s2*s3)//s0 >= 2`` -> ``auto_t >= 2``); else None."""
+    def walk(x: Any) -> Any:
+        if x is e:
+            return sym(_T)
+        if x.op in ("sym", "const", "fconst") or not x.args:
+            return x
+        new = tuple(walk(a) for a in x.args)
+        return x if all(a is b for a, b in zip(new, x.args)) else rebuild(x.op, new)
+
+    out = walk(cond)
+    return out if out.free_symbols == {_T} else None
+
+
+def _at_example(e: Any, examples: dict[str, int]) -> int | None:
+    try:
+        return int(e.evaluate(examples))
+    except Exception:  # noqa: BLE001 - not defined at the example (a division by 0)
+        return None
 
 
 def _tied(picked: list[str], free: dict[str, tuple], contract: Contract) -> list[list[str]]:
     """The groups of symbols traced as one Dim: each of `picked`, with the Dim.AUTO / DYNAMIC
     sizes (`free`) of the example's value that an equation of the program puts on its other
-    side (``s0*s1 == s2*s3``, mra's ids and mask: batch with batch, length with length),
-    so that a side at batch 1 has both at 1 (apart, the equation breaks there: eager raises).
+    side (``s0*s1 == s2*s3``, mra's ids and mask: batch with batch, length with length;
+    ``s1 == min(s1, s3)``, doge's mask at least as long as the ids), so that a side at
+    batch 1 has both at 1 (apart, the equation breaks there: eager raises).
     The program then takes them equal (narrower than the relation: refused otherwise)."""
     parent = {s: s for s in free}
 
@@ -229,8 +357,8 @@ def _tied(picked: list[str], free: dict[str, tuple], contract: Contract) -> list
         if c.cond.op != "eq" or len(c.cond.args) != 2:
             continue
         left, right = (a.free_symbols for a in c.cond.args)
-        for a in left - right:
-            for b in right - left:
+        for a in left:  # (doge's `s1 == min(s1, s3)`: a mask at least as long, the lengths)
+            for b in right - {a}:
                 if a in free and b in free and free[a][4] == free[b][4] and \
                         (a in picked or b in picked):
                     parent[root(a)] = root(b)
@@ -238,6 +366,13 @@ def _tied(picked: list[str], free: dict[str, tuple], contract: Contract) -> list
     for s in free:
         groups.setdefault(root(s), []).append(s)
     return [g for g in groups.values() if any(s in picked for s in g)]
+
+
+def _holds_again(cond: Any, s: str, example: int) -> bool:
+    """Whether `cond` on `s` alone, failing at some size above `example`, holds again at a
+    larger one (``s % 8 != 0``: no upper end of the Dim's range, a condition to split)."""
+    above = [_holds(cond, s, v) for v in range(example + 1, example + 2 * len(_LARGER))]
+    return False in above and True in above[above.index(False):]
 
 
 def _from_some_size(cond: Any, s: str, lo: float, hi: float) -> bool:
@@ -249,6 +384,19 @@ def _from_some_size(cond: Any, s: str, lo: float, hi: float) -> bool:
 
 def _holds(cond: Any, s: str, v: int) -> bool:
     return _at(cond, {s: v})  # (not decidable at that size alone: held, not split)
+
+
+def labels(dyn: Any) -> dict[str, str]:
+    """{symbol: the name a split shows it by}: a named Dim's, else the name a Dim.AUTO /
+    DYNAMIC dim split here gets (``x.shape[0]`` -> ``x_shape_0``), for ``st.explain``'s
+    guards."""
+    if dyn is None:
+        return {}
+    out = dict(getattr(dyn, "dim_names", {}))
+    for d in getattr(dyn, "decls", ()):
+        if d.kind in _HINTS and d.expr.op == "sym":
+            out.setdefault(d.expr.name, _name(d.where, set()))
+    return out
 
 
 def _name(where: str, taken: set) -> str:

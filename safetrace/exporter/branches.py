@@ -26,7 +26,8 @@ class Side:
     """One specialization: the Dim ranges it was traced for, and its program."""
 
     region: dict[str, tuple[int, float]]   # Dim name -> (lo, hi), inclusive
-    ep: ExportedProgram
+    ep: ExportedProgram | None  # (None: sizes eager raises at, refused: `refused` says why)
+    refused: str = ""
 
 
 class Unsplittable(Exception):

@@ -128,8 +128,10 @@ class DynamicDims(NamedRelations):
                 n = side_hint(self.env, self.related.get(place), n, lo, hi)
                 if not in_range(self, where, n, lo, hi, repr(e), place, (e.min, e.max)):
                     lo, hi = 0, math.inf  # (traced unbounded, refused after: example_ranges)
-                s = self.env.new_backed(n, lo=lo, hi=None if hi == math.inf else hi,
-                                        origin=f"{path}.shape[{d}]")
+                s = self._related_symbol(place, e.kind, n, lo, hi)
+                if s is None:
+                    s = self.env.new_backed(n, lo=lo, hi=None if hi == math.inf else hi,
+                                            origin=f"{path}.shape[{d}]")
                 self._declare(DimDecl(path, d, e.kind, s, n, e, lo, hi))
                 if e.kind == "auto" and s.op == "sym":
                     self.env.flexible.add(s.name)
@@ -177,6 +179,21 @@ class DynamicDims(NamedRelations):
                         self.env.symbols[n].backed for n in e.free_symbols):
                     out[decl.where] = e
         return {RELATED: out} if out else {}
+
+    def _related_symbol(self, place: str, kind: str, hint: int, lo: float, hi: float
+                        ) -> Expr | None:
+        """On a split's side, the symbol of another Dim.AUTO / DYNAMIC dim read before that
+        the first trace made this one equal to (``RELATED``: lfm2's mask batch, the ids'
+        batch), where its hint and range agree: the side takes them equal as the first
+        trace's program does (a side that reads them apart, at length 1, would need
+        another input contract, and no one program joins the sides); else None."""
+        e = self.related.get(place)
+        if kind not in ("auto", "dynamic") or e is None or e.op != "sym" or \
+                self.env.hints.get(e.name) != hint or e.name not in self.owner or \
+                self.owner[e.name].kind not in ("auto", "dynamic"):
+            return None
+        rng = self.env.symbols[e.name].range
+        return e if (max(rng.lo, 0), rng.hi) == (lo, hi) else None
 
     def refused_split(self) -> tuple | None:
         """(condition, overrides of a side breaking it) for the first refused relation
@@ -319,6 +336,10 @@ class DynamicDims(NamedRelations):
                 named = getattr(decl.spec, "root", decl.spec)  # (the Dim: every use of it,
                 if decl.kind in ("named", "derived"):  # other inputs' too, pinned at once)
                     self.dim_fixes.setdefault(named.name, pinned[0])
+                    if named.name in self.overrides:  # (a split's side: a size split
+                        # keeps it, bamba's `pad_size > 0` on the side from 2 to 8, at 8)
+                        self.narrowed += filter(None, [point_narrowing(
+                            decl.spec, value, self.roots)])
                 problems.append(Violation(
                     label, f"can only be {value}{origin}: the program's run-time condition "
                            f"holds for no other value in {declared!r}'s range.",

@@ -17,7 +17,7 @@ from safetrace.errors import DeclaredSpaceViolation, StructuredError, Violation
 from safetrace.exporter import auto_small, python_state
 from safetrace.exporter.api import Exporter, export
 from safetrace.exporter.global_caches import GlobalCaches
-from safetrace.exporter.split_report import describe
+from safetrace.exporter.split_report import describe, named
 from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.trace.source import short
 
@@ -101,9 +101,12 @@ class ExplainReport:
         if self.contract is not None:
             self.dims = self.contract.dims_report()
         if self.env is not None:
+            names = auto_small.labels(self.dyn)  # (a split Dim's names: named, or AUTO's)
             for i, g in enumerate(self.env.guards):
                 where = short(g.origin) if isinstance(g.origin, str) and g.origin else ""
-                split = dropped is not None and i < len(dropped) and dropped[i]
+                split = dropped is not None and i < len(dropped) and dropped[i] or any(
+                    f"split on `{named(self.env.simplify(g.cond), names)}`" in line
+                    for line in self.splits)  # (a split on it: both answers traced)
                 (self.split_guards if split else self.guards).append((str(g.cond), where))
             for s in self.env.settled:
                 where = short(s.origin) if isinstance(s.origin, str) and s.origin else ""
@@ -165,11 +168,13 @@ _FAMILIES = frozenset(("UnsupportedInputError", "SpecError", "ConstraintViolatio
 
 
 def _splittable(report: ExplainReport) -> bool:
-    """Every problem is a named Dim narrowed around its example size."""
+    """Every problem is a named Dim narrowed around its example size, or every one a
+    relation no range expresses (``tuple(x.shape) == tuple(y.shape)`` of other ranks asks
+    `s0 == s1`): st.export splits these (``dynamic.py``: ``st_narrowed``, ``st_relation``)."""
     dyn = report.dyn
     return bool(report.problems) and dyn is not None and report._n_violations > 0 and \
         all(p.kind == "constraint" for p in report.problems) and \
-        len(dyn.narrowed) == report._n_violations
+        report._n_violations in (len(dyn.narrowed), len(dyn.refused))
 
 
 def _splits(report: ExplainReport, ep: Any) -> bool:

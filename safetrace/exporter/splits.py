@@ -34,6 +34,7 @@ from safetrace.exporter.branches import (
 from safetrace.exporter.compare import (contract_key, note, residual_conditions,
                                         same_program, signature_key)
 from safetrace.exporter.contract import Condition, Contract, SymbolRange, TensorInput
+from safetrace.exporter.eager_raises import ASSUMED_MIN
 from safetrace.exporter.hoist import Prefix, common_prefix, is_size_node
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter.relation_splits import split_refused, split_relation
@@ -138,6 +139,11 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
         side[name] = (phint, plo, phi)
         try:
             ep, side = _run_side(run, side, name)
+        except OpShapeError as exc:
+            if plo != phi or plo >= ASSUMED_MIN or len(budget) > 4:
+                raise  # (small_splits.py's split: its next condition may keep that size)
+            sides.append(Side(_region(side), None, _eager_raises(name, plo, exc)))
+            continue
         except DeclaredSpaceViolation as exc:
             more = getattr(exc, "st_narrowed", None)
             if not more:
@@ -179,6 +185,14 @@ def _run_side(run: Callable, side: dict, name: str) -> tuple:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _eager_raises(name: str, v: int, exc: OpShapeError) -> str:
+    """The origin of the refusal of a point side below 2 whose trace an op's shape check
+    refused (``view(-1, t)`` of no elements at t == 0): eager raises there at the sizes
+    traced, and the program refuses that size (its other sides' ranges leave it out)."""
+    at = str(exc.where.source or "").strip() if getattr(exc, "where", None) else ""
+    return f" (eager raises at {name} == {v}{': ' + at if at else ''})"
+
+
 def _hint(lo: int, hi: float, near: int) -> int:
     """A hint in [lo, hi] next to the split point, avoiding 0 and 1 (special to code)."""
     if near <= 1 and lo <= 2 <= hi:
@@ -207,7 +221,11 @@ def _region_text(region: dict) -> str:
 def combine(sides: list[Side]) -> ExportedProgram:
     """One program for all sides: equal graphs merged, the rest dispatched by torch.cond."""
     notes: list[str] = []  # (each side's own splits: under its line, _dispatch)
-    clamped = _clamp(sides)
+    raising = [s for s in sides if s.ep is None]  # (_explore's: sizes eager raises at)
+    sides[:] = [s for s in sides if s.ep is not None]
+    if not sides:
+        raise Unsplittable("eager raises on every side")
+    clamped = _clamp(sides) + [s.refused for s in raising]
     merged = True
     while merged and len(sides) > 1:
         merged = False
@@ -351,6 +369,10 @@ def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> Export
                          state=dict(ref.ep._state), constants=consts, contract=contract)
     for attr in ("dim_names", "exported_training", "module_tree", "retrace"):
         setattr(ep, attr, getattr(ref.ep, attr))
+    relations = [r for s in sides for r in getattr(s.ep, "auto_relations", ())]
+    if relations:  # (a Dim.AUTO / DYNAMIC size related to a split Dim: auto_small.py's)
+        ep.auto_places = getattr(ref.ep, "auto_places", None)
+        ep.auto_relations = list(dict.fromkeys(relations))
     widen_unbacked(ep, [s.ep for s in sides])
     return ep
 
@@ -435,7 +457,7 @@ def _tiles(sides: list[Side], hull: dict) -> bool:
         if rlo > at:
             return False
         at = max(at, rhi + 1)
-    return at > hi
+    return at > hi or at == hi == math.inf
 
 
 def _size_node(g: torch.fx.Graph, ref: Side, phs: list, inputs: list, name: str,

@@ -46,9 +46,11 @@ def test_relation_between_named_dims_is_a_violation_with_a_fix():
             "x": {0: TDim("b", max=64)}, "y": {0: TDim("c", min=1, max=64)}})
     ep = st.export(model, args,
                    dynamic_shapes=st.refine_dynamic_shapes_from_suggested_fixes(err, spec))
-    for b, c in ((0, 1), (1, 2), (2, 9)):
+    # (Dim.DYNAMIC sizes whose relation sizes below 2 break where eager computes, (2, 1),
+    # are split as named Dims since session 34 (auto_small.auto_relations): the other
+    # answer is traced too, where the run-time check refused (4, 2))
+    for b, c in ((0, 1), (1, 2), (2, 9), (4, 2), (2, 2), (2, 1)):
         matches_eager(ep, model, (torch.randn(b), torch.randn(c)))
-    rejects(ep, (torch.randn(4), torch.randn(2)), match="x.shape\\[0\\] <")
     rejects(ep, (torch.randn(2), torch.randn(65)))
 
 
