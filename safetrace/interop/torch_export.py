@@ -46,6 +46,7 @@ from safetrace.interop.node_checks import (bind_unbacked, check_narrowing, same_
 from safetrace.interop.hierarchy import (Boundaries, arg_names, call_graph, fill_stacks,
                                          stack_fqns)
 from safetrace.interop.input_guards import input_guards, with_guards
+from safetrace.interop.quoted_guards import quoted_paths
 from safetrace.interop.load_checks import lowered
 from safetrace.interop.memos import MASK_OPS, remember, shared_rows
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_under_grad,
@@ -179,7 +180,7 @@ class _Converter:
         ours = getattr(self.ep, "_gm", None)  # (made only when something asked for it)
         if ours is not None and "custom" in ours.meta:  # the exported GraphModule's own
             meta["custom"] = copy.deepcopy(ours.meta["custom"])
-        with_guards(tep, input_guards(self.ep, tep))
+        with_guards(tep, input_guards(self.ep, tep), quoted_paths(self.ep))
         return tep
 
     def _as_torch_settings(self) -> None:
