@@ -109,6 +109,9 @@ class _Converter:
 
         ep = self.ep
         ours, ordered, calls, self.stacks, env, self.built, self.memo = _plan(ep)
+        # (our node -> its value's meta tensors, where all sizes and strides are ints:
+        # `FakeBuilder.value`'s, kept per program; none while verifying)
+        self.static_values = None if self.verify else self.memo.setdefault("static", {})
         self.fakes = FakeBuilder(self)
         self.state_fakes = self.fakes.statics(
             {s.name: self._state_value(s) for s in ordered if s.kind != "user_input"})
@@ -363,7 +366,8 @@ class _Converter:
         if fast or (node.meta.get("st_fake_inferred") and (
                 self.fakes.known(ours) or self.fakes.born(ours))):
             # (st_fake_inferred: trace/draft.py's, for an op torch has no fake of)
-            new.meta["val"] = val = self.fakes.value(target, args, kwargs, ours)
+            new.meta["val"] = val = self.fakes.value(target, args, kwargs, ours,
+                                                     self.static_values, node)
             if self.shape_env.pending_fresh_unbacked_symbols:  # sizes from data
                 new.meta["unbacked_bindings"] = fresh_bindings(self.shape_env, val)
                 remember(mask, val)  # (the mask's count, for a later op on it)
