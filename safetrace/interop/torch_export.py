@@ -183,7 +183,10 @@ class _Converter:
         ours = getattr(self.ep, "_gm", None)  # (made only when something asked for it)
         if ours is not None and "custom" in ours.meta:  # the exported GraphModule's own
             meta["custom"] = copy.deepcopy(ours.meta["custom"])
-        with_guards(tep, input_guards(self.ep, tep), quoted_paths(self.ep))
+        quoted = self.memo.get("quoted")  # (the plan's: found once per program)
+        if quoted is None:
+            quoted = self.memo["quoted"] = quoted_paths(self.ep)
+        with_guards(tep, input_guards(self.ep, tep), quoted)
         return tep
 
     def _as_torch_settings(self) -> None:
