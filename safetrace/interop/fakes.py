@@ -383,11 +383,11 @@ class FakeBuilder:
         (the same each time: a conversion of one program makes the same values in the same
         order).  The meta tensor is shared by these conversions' values as one
         conversion's values of one form share theirs (storage identity says nothing)."""
-        if memo is not None:
-            hit = memo.get(node)
-            if hit is not None:
-                return self._from_memo(hit)
         if isinstance(ours, (tuple, list)):
+            if memo is not None:
+                hit = memo.get(node)
+                if hit is not None:
+                    return self._from_memo(hit)
             strides = view_strides(target, args, kwargs, len(ours)) or [None] * len(ours)
             out = [None if p is None else self.tensor(p, s) for p, s in zip(ours, strides)]
             made = type(ours)(out) if isinstance(ours, tuple) else out
@@ -402,12 +402,19 @@ class FakeBuilder:
                         kept.append((self.elems[id(f)], p.st_meta.device))
                 memo[node] = (type(made), tuple(kept))
             return made
+        # (`static`: our meta's (sizes, dtype, device) while every size is an int; a value
+        # of symbolic sizes is never kept, and is not looked for)
+        meta = ours.st_meta
+        if memo is not None and meta.static is not None:
+            hit = memo.get(node)
+            if hit is not None:
+                return self._from_memo(hit)
+        else:
+            memo = None
         strides = view_strides(target, args, kwargs, None)
         stride = strides[0] if strides else None
         made = self.tensor(ours, stride)
-        # (`static`: our meta's (sizes, dtype, device) while every size is an int)
-        meta = ours.st_meta
-        if memo is not None and meta.static is not None and (stride is None or _ints(stride)):
+        if memo is not None and (stride is None or _ints(stride)):
             memo[node] = (None, ((self.elems[id(made)], meta.device),))
         return made
 
