@@ -289,8 +289,9 @@ class ContractEmitter:
             node = self.sizes[(i, d)] = self.placeholders[i]  # the int is its own value
         if node is None:
             ph = self.placeholders[i]
+            # (``size(d)``: the one size, where ``.shape[d]`` makes a SymInt of each)
             node = self.conv.call(torch.ops.aten.sym_size.int, (ph, d), name="sym_size_int",
-                                  value=ph.meta["val"].shape[d])
+                                  value=ph.meta["val"].size(d))
             self.sizes[(i, d)] = node
         return node
 

@@ -373,14 +373,64 @@ class FakeBuilder:
             return self.wrap(elem, fake.device)
         return self.make(list(fake.shape), list(fake.stride()), fake.dtype, fake.device)
 
-    def value(self, target: Any, args: tuple, kwargs: dict, ours: Any) -> Any:
-        """The fake value of `target(*args, **kwargs)` (new-graph arguments) from ours."""
+    def value(self, target: Any, args: tuple, kwargs: dict, ours: Any,
+              memo: dict | None = None, node: Any = None) -> Any:
+        """The fake value of `target(*args, **kwargs)` (new-graph arguments) from ours.
+
+        `memo` (the program's plan's, kept across its conversions), `node` (ours): a value
+        whose sizes and strides all came out plain ints is kept there as its meta tensor,
+        and a later conversion wraps that instead of deriving its strides and layout again
+        (the same each time: a conversion of one program makes the same values in the same
+        order).  The meta tensor is shared by these conversions' values as one
+        conversion's values of one form share theirs (storage identity says nothing)."""
         if isinstance(ours, (tuple, list)):
+            if memo is not None:
+                hit = memo.get(node)
+                if hit is not None:
+                    return self._from_memo(hit)
             strides = view_strides(target, args, kwargs, len(ours)) or [None] * len(ours)
             out = [None if p is None else self.tensor(p, s) for p, s in zip(ours, strides)]
-            return type(ours)(out) if isinstance(ours, tuple) else out
+            made = type(ours)(out) if isinstance(ours, tuple) else out
+            if memo is not None:
+                kept = []
+                for p, s, f in zip(ours, strides, out):
+                    if p is None:
+                        kept.append(None)
+                    elif p.st_meta.static is None or not (s is None or _ints(s)):
+                        return made
+                    else:
+                        kept.append((self.elems[id(f)], p.st_meta.device))
+                memo[node] = (type(made), tuple(kept))
+            return made
+        # (`static`: our meta's (sizes, dtype, device) while every size is an int; a value
+        # of symbolic sizes is never kept, and is not looked for)
+        meta = ours.st_meta
+        if memo is not None and meta.static is not None:
+            hit = memo.get(node)
+            if hit is not None:
+                return self._from_memo(hit)
+        else:
+            memo = None
         strides = view_strides(target, args, kwargs, None)
-        return self.tensor(ours, strides[0] if strides else None)
+        stride = strides[0] if strides else None
+        made = self.tensor(ours, stride)
+        if memo is not None and (stride is None or _ints(stride)):
+            memo[node] = (None, ((self.elems[id(made)], meta.device),))
+        return made
+
+    def _from_memo(self, hit: tuple) -> Any:
+        kind, parts = hit
+        out = []
+        for part in parts:
+            if part is None:
+                out.append(None)
+                continue
+            elem, device = part
+            fake = self.wrap(elem, device)
+            self.elems[id(fake)] = elem
+            out.append(fake)
+        self.built += len(parts)
+        return out[0] if kind is None else kind(out)
 
 
 # ((sizes, strides, dtype), rank among a program's values of that form) -> a meta tensor
@@ -478,6 +528,14 @@ def _probe(rank: int, fast: bool) -> list:
 def _text(values: Any) -> list:
     return [str(v.node.expr) + f"|{v.node.hint}|{v.node._optimized_summation}"
             if isinstance(v, torch.SymInt) else v for v in values]
+
+
+def _ints(strides: list) -> bool:
+    """Every one of `strides` a plain int."""
+    for v in strides:
+        if v.__class__ is not int:
+            return False
+    return True
 
 
 def _strides(sizes: list) -> list:

@@ -27,6 +27,7 @@ from torch.utils import _pytree
 
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.hierarchy import arg_names
+from safetrace.interop.quoted_guards import with_quoted_module
 from safetrace.interop.relation_guards import relation_guards
 from safetrace.interop.subclass_values import refuse_decomposed_boundaries
 
@@ -75,16 +76,21 @@ def _guards(ep: Any, tep: Any) -> list[str]:
                                  bool(getattr(ep, "defers_checks", False)))
 
 
-def with_guards(tep: Any, guards: list[str]) -> None:
+def with_guards(tep: Any, guards: list[str], quoted: bool = False) -> None:
     """`guards` appended to torch program `tep`'s ``_guards_code``, and to that of each
-    program its ``run_decompositions`` makes (torch's constructor recomputes the list)."""
+    program its ``run_decompositions`` makes (torch's constructor recomputes the list);
+    `quoted`: an input path holds a double quote, and these programs' ``module()`` writes
+    its guard code escaped (``quoted_guards``)."""
     tep._guards_code.extend(g for g in guards if g not in tep._guards_code)
     tep._st_guards = guards  # (a copy's method is bound to `tep`: rebind(copy) reads them)
+    if quoted:
+        tep._st_quoted = True
+        with_quoted_module(tep)
 
     def run_decompositions(self: Any, *args: Any, **kwargs: Any) -> Any:
         refuse_decomposed_boundaries(self)
         out = type(self).run_decompositions(self, *args, **kwargs)
-        with_guards(out, guards)
+        with_guards(out, guards, quoted)
         return out
 
     tep.run_decompositions = types.MethodType(run_decompositions, tep)
@@ -94,4 +100,4 @@ def rebind(tep: Any) -> None:
     """`tep`, a shallow copy of a program `with_guards` gave guards (its class changed),
     with its ``run_decompositions`` bound to itself: the copied one ran the original's."""
     if "run_decompositions" in vars(tep):
-        with_guards(tep, tep._st_guards)
+        with_guards(tep, tep._st_guards, vars(tep).get("_st_quoted", False))

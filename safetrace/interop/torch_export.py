@@ -46,6 +46,7 @@ from safetrace.interop.node_checks import (bind_unbacked, check_narrowing, same_
 from safetrace.interop.hierarchy import (Boundaries, arg_names, call_graph, fill_stacks,
                                          stack_fqns)
 from safetrace.interop.input_guards import input_guards, with_guards
+from safetrace.interop.quoted_guards import quoted_paths
 from safetrace.interop.load_checks import lowered
 from safetrace.interop.memos import MASK_OPS, remember, shared_rows
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_under_grad,
@@ -108,6 +109,9 @@ class _Converter:
 
         ep = self.ep
         ours, ordered, calls, self.stacks, env, self.built, self.memo = _plan(ep)
+        # (our node -> its value's meta tensors, where all sizes and strides are ints:
+        # `FakeBuilder.value`'s, kept per program; none while verifying)
+        self.static_values = None if self.verify else self.memo.setdefault("static", {})
         self.fakes = FakeBuilder(self)
         self.state_fakes = self.fakes.statics(
             {s.name: self._state_value(s) for s in ordered if s.kind != "user_input"})
@@ -179,7 +183,10 @@ class _Converter:
         ours = getattr(self.ep, "_gm", None)  # (made only when something asked for it)
         if ours is not None and "custom" in ours.meta:  # the exported GraphModule's own
             meta["custom"] = copy.deepcopy(ours.meta["custom"])
-        with_guards(tep, input_guards(self.ep, tep))
+        quoted = self.memo.get("quoted")  # (the plan's: found once per program)
+        if quoted is None:
+            quoted = self.memo["quoted"] = quoted_paths(self.ep)
+        with_guards(tep, input_guards(self.ep, tep), quoted)
         return tep
 
     def _as_torch_settings(self) -> None:
@@ -364,7 +371,8 @@ class _Converter:
         if fast or (node.meta.get("st_fake_inferred") and (
                 self.fakes.known(ours) or self.fakes.born(ours))):
             # (st_fake_inferred: trace/draft.py's, for an op torch has no fake of)
-            new.meta["val"] = val = self.fakes.value(target, args, kwargs, ours)
+            new.meta["val"] = val = self.fakes.value(target, args, kwargs, ours,
+                                                     self.static_values, node)
             if self.shape_env.pending_fresh_unbacked_symbols:  # sizes from data
                 new.meta["unbacked_bindings"] = fresh_bindings(self.shape_env, val)
                 remember(mask, val)  # (the mask's count, for a later op on it)
