@@ -55,6 +55,7 @@ from safetrace.serialize.branch_facts import steps
 from safetrace.serialize.codec import new_symbolic
 from safetrace.serialize.constant_sizes import UNKNOWN
 from safetrace.serialize.read_points import declared_range
+from safetrace.serialize.read_ranges import held_at_call, held_to_range
 from safetrace.serialize.record_values import all_of as _all, is_int as _is_int, kind as _kind
 from safetrace.serialize.record_values import show as _show
 from safetrace.serialize.renaming import renaming
@@ -126,6 +127,7 @@ class Recorded:
         # "number": a number's record, whose check at call, where no check can read it,
         # leaves it as written (``soft``) as before session 33)
         self.soft: set = set()  # ((node, where in its value) of those)
+        self.ranged: list = []  # (main-graph reads' declared ranges: read_ranges.py)
 
     def scope(self) -> tuple:
         """What matches are known now (a subgraph's are its own: ``restore``)."""
@@ -146,6 +148,7 @@ class Recorded:
         side's facts) is checked at call (``at_call``; ``values``: those of its graph)."""
         if node.op == "output" or "val" not in node.meta or derived is UNKNOWN:
             return  # (an op without a rule, past the analysis' time: kept as written)
+        facts = facts + [x[1][0] for x in self.ranged] if self.ranged else facts
         recorded = node.meta["val"]
         self.in_main = node.graph is self.main
         self.reading = node in self.read or node.target in GUARDED  # (sized by values)
@@ -230,7 +233,7 @@ class Recorded:
             name, recorded, derived = self.wrong
             raise bad_file(f"node {name!r}", f"the file records its value as {recorded}, "
                            f"but the graph computes {derived} there", _FIX)
-        self._unproven([x for x in self.later if x[0] is self.main], facts)
+        self._unproven([x for x in self.later if x[0] is self.main], held_at_call(self, facts))
         self.later = [x for x in self.later if x[0] is not self.main]
 
     def settle(self, graph: Any, facts: list, values: list, loop: bool = True) -> None:
@@ -405,7 +408,11 @@ class Recorded:
                     d.name not in self.taken and d.name not in self.opaque:
                 self.match(r.name, d)
                 self.taken.add(d.name)
-                return True
+                held = held_to_range(self.env, rec, r.name, d, self._path) if \
+                    self.in_main else None  # (its declared range: proved or checked at
+                if held is not None:  # call, and a fact of the later nodes' records)
+                    self.ranged.append((self._node, held, self._values))
+                return held is not False
             if r.op == "sym" and not self.in_main and \
                     {str(x) for x in d.free_symbols} <= self.contract:
                 return self._as_input(rec, r, d)
