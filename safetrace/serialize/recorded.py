@@ -55,7 +55,7 @@ from safetrace.serialize.branch_facts import steps
 from safetrace.serialize.codec import new_symbolic
 from safetrace.serialize.constant_sizes import UNKNOWN
 from safetrace.serialize.read_points import declared_range
-from safetrace.serialize.read_ranges import held_at_call, held_to_range
+from safetrace.serialize.read_ranges import held_at_call, held_to_range, own_read
 from safetrace.serialize.record_values import all_of as _all, is_int as _is_int, kind as _kind
 from safetrace.serialize.record_values import show as _show
 from safetrace.serialize.renaming import renaming
@@ -428,8 +428,8 @@ class Recorded:
                 self.match(r.name, d)  # its declared range holds it: a range
                 return True  # [-1, -1] for a 3 made zeros' record [-1], session 29)
             return self._solve(rec, r, d)
-        if d is r_in:
-            return True
+        if d is r_in or (r.op == "sym" and own_read(self, rec, r, d, r_in)):
+            return True  # (or a subgraph's own read named as one outside it: read_ranges)
         try:
             answer = self.env.decide(eq(d, r_in))
             if answer is None:  # (two forms of one size, a min/max placed otherwise in

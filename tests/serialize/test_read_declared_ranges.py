@@ -101,3 +101,48 @@ def test_a_declared_range_the_read_never_takes_is_refused_at_load():
                    dynamic_shapes={"x": {0: st.Dim("p", max=16)}})
     with pytest.raises(st.LoadError):
         st.load(_declared(_saved(ep), 100, 200))
+
+
+class _ReadInBranch(torch.nn.Module):
+    def forward(self, x, y):
+        n = x.sum().item()
+        torch._check(n >= 0)
+        return torch.zeros(n) + 1, torch.cond(y.shape[0] > 1, lambda y: y.nonzero() + 1,
+                                              lambda y: y.nonzero() * 2, (y,))
+
+
+def _renamed_in(nodes: list, old: str, new: str) -> list:
+    def swap(v):
+        if isinstance(v, list):
+            return [swap(a) for a in v]
+        if isinstance(v, dict):
+            return {k: swap(a) for k, a in v.items()}
+        return new if v == old else v
+    return swap(nodes)
+
+
+def test_a_branch_read_named_as_the_main_graphs_is_the_branchs_own():
+    """A file recording the true branch's ``nonzero`` count as the main graph's ``.item()``
+    (``u0``; our data splits wrote each branch's re-read so before session 34): the loaded
+    program printed, saved and converted ``u0`` for the branch's rows, 2 where ``u0`` was
+    3.  The branch's read is a symbol of its own in the loaded program now."""
+    m = _ReadInBranch()
+    ep = st.export(m, (torch.tensor([1, 1]), torch.tensor([1.0, 0, 2])),
+                   dynamic_shapes={"x": {0: st.Dim("b", max=64)}, "y": {0: st.Dim("p", max=16)}})
+    doc, tensors = hostile.parts(_saved(ep))
+    true = next(g for g in doc["subgraphs"] if g["path"] == "true_graph_0")
+    nonzero = next(n for n in true["nodes"] if n["name"] == "nonzero")
+    mine = nonzero["meta"]["val"]["tensor"]["shape"][0]
+    true["nodes"] = _renamed_in(true["nodes"], mine, "u0")
+    loaded = st.load(hostile.pack(doc, tensors))
+    branch = loaded.graph_module.true_graph_0.graph
+    rows = next(n for n in branch.nodes if n.name == "nonzero").meta["val"].shape[0]
+    assert str(rows) != "u0", str(loaded)
+    again = st.load(_saved(loaded))
+    calls = [(torch.tensor([3]), torch.tensor([1.0, 0, 2])), (torch.tensor([0]), torch.ones(4)),
+             (torch.tensor([1]), torch.zeros(1)), (torch.tensor([], dtype=torch.int64),
+                                                   torch.zeros(0))]
+    for prog in (loaded, again):
+        for x, y in calls:
+            for got, want in zip(prog.module()(x, y), m(x, y)):
+                torch.testing.assert_close(got, want)
