@@ -1,6 +1,5 @@
-"""A size read from data in the main graph whose range the file declares (``u0`` in
-``[2, oo)``) is held to that range at each call, where the graph's own assertions do not
-prove it.
+"""A size read from data whose range the file declares (``u0`` in ``[2, oo)``) is held to
+that range at each call, where the main graph's assertions do not prove it.
 
 The loaded program's metadata names the file's symbol wherever the file records it
 (``x[mask]``'s ``[u0]``, ``min(u0, 5)`` rows), and what reads the program as a whole
@@ -16,11 +15,13 @@ assertions at the end of the evaluation (``Recorded._unproven``: ``torch._check(
 after ``nonzero``), else checked at call after the node (``as_recorded``); where the
 bounds show it never holds, the file lies and is refused.
 
-Our own files declare each read's range as its exporter proved it, the checks of the
-program included; a data split's table writes each read over both sides (the top graph's
-read is a size of its own, ``exporter/data_splits.py``; ``saving._hulls``), so their
-calls pass.  A subgraph's read is left to its own evaluation (``Recorded.settle``), and a
-declared range of one value to ``read_points``.
+So is a subgraph's read (a ``torch.cond`` branch's ``nonzero``), checked in its graph
+after its node (its branch's own assertions are not used to prove it: the check at call
+costs one comparison).  Our own files declare each read's range as its exporter proved
+it, the checks of the program included; a data split's table writes each read over both
+sides (the top graph's read is a size of its own, ``exporter/data_splits.py``;
+``saving._hulls``), so their calls pass.  A declared range of one value is
+``read_points``'.
 """
 
 from __future__ import annotations

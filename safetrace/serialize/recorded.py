@@ -406,13 +406,14 @@ class Recorded:
         if r_in is None:  # (a symbol of the file's that nothing matched yet)
             if d.op == "sym" and r.op == "sym" and d.name not in self.contract and \
                     d.name not in self.taken and d.name not in self.opaque:
+                held = held_to_range(self.env, rec, r.name, d, self._path)  # (its
+                if held is False:  # declared range: proved or checked at call, and a
+                    return False  # fact of the later nodes' records; never met: a lie)
                 self.match(r.name, d)
                 self.taken.add(d.name)
-                held = held_to_range(self.env, rec, r.name, d, self._path) if \
-                    self.in_main else None  # (its declared range: proved or checked at
-                if held is not None:  # call, and a fact of the later nodes' records)
+                if held:
                     self.ranged.append((self._node, held, self._values))
-                return held is not False
+                return True
             if r.op == "sym" and not self.in_main and \
                     {str(x) for x in d.free_symbols} <= self.contract:
                 return self._as_input(rec, r, d)

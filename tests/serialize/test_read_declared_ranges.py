@@ -99,7 +99,7 @@ def test_a_declared_range_the_read_never_takes_is_refused_at_load():
     in ``[100, 200]`` lies about every run."""
     ep = st.export(_Count(), (torch.tensor([1.0, 0, 2]),),
                    dynamic_shapes={"x": {0: st.Dim("p", max=16)}})
-    with pytest.raises(st.LoadError):
+    with pytest.raises(st.LoadError, match="records its value as"):
         st.load(_declared(_saved(ep), 100, 200))
 
 
@@ -146,3 +146,46 @@ def test_a_branch_read_named_as_the_main_graphs_is_the_branchs_own():
         for x, y in calls:
             for got, want in zip(prog.module()(x, y), m(x, y)):
                 torch.testing.assert_close(got, want)
+
+
+class _CheckedCount(torch.nn.Module):
+    def forward(self, x):
+        a = x.nonzero()
+        torch._check(a.shape[0] >= 1)
+        return a + 1
+
+
+def test_a_declared_range_never_met_is_refused_past_the_graphs_assertions():
+    """The loader compares a refuted record again under the main graph's assertions; the
+    count matched with the file's symbol there made it equal to itself, and the lie
+    loaded."""
+    ep = st.export(_CheckedCount(), (torch.tensor([1.0, 0, 2]),),
+                   dynamic_shapes={"x": {0: st.Dim("p", max=16)}})
+    with pytest.raises(st.LoadError, match="records its value as"):
+        st.load(_declared(_saved(ep), 100, 200))
+
+
+def test_a_branch_read_is_held_to_its_declared_range():
+    """A ``torch.cond`` branch's own ``nonzero`` count declared ``[0, 1]`` is checked where
+    the branch runs (two rows refused); declared ``[2, 3]``, counts 2 and 3 run; declared
+    beyond the 16 elements it counts, the file is refused at load."""
+    m = _ReadInBranch()
+    ep = st.export(m, (torch.tensor([1, 1]), torch.tensor([1.0, 0, 2])),
+                   dynamic_shapes={"x": {0: st.Dim("b", max=64)}, "y": {0: st.Dim("p", max=16)}})
+    doc, tensors = hostile.parts(_saved(ep))
+    true = next(g for g in doc["subgraphs"] if g["path"] == "true_graph_0")
+    name = next(n for n in true["nodes"]
+                if n["name"] == "nonzero")["meta"]["val"]["tensor"]["shape"][0]
+    entry = next(s for s in doc["symbols"] if s["name"] == name)
+    two, three = torch.tensor([1.0, 0, 2]), torch.tensor([1.0, 2, 3, 0])
+    x = torch.tensor([2])
+    entry["lo"], entry["hi"] = 0, 1
+    hostile.refused_at_load_or_call(hostile.pack(doc, tensors), [(x, two), (x, three)])
+    entry["lo"], entry["hi"] = 2, 3
+    loaded = st.load(hostile.pack(doc, tensors))
+    for y in (two, three, torch.ones(1), torch.zeros(0)):
+        for got, want in zip(loaded.module()(x, y), m(x, y)):
+            torch.testing.assert_close(got, want)
+    entry["lo"], entry["hi"] = 2**40, 2**41
+    with pytest.raises(st.LoadError, match="records its value as"):
+        st.load(hostile.pack(doc, tensors))
