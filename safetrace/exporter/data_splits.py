@@ -28,6 +28,7 @@ sides with other signatures or contracts, outputs of another rank) keeps the ass
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import math
 import operator
@@ -43,7 +44,8 @@ from safetrace.exporter.compare import is_size_fn, note
 from safetrace.exporter.split_report import header, two_sides, where_of_trace
 from safetrace.exporter.program import ExportedProgram
 from safetrace.symbolic import make_bool, make_int
-from safetrace.symbolic.canon import and_, eq, ge, gt, le, lt, ne, not_, or_, substitute
+from safetrace.symbolic.canon import (and_, eq, ge, gt, le, lt, max_, min_, ne, not_, or_,
+                                      substitute)
 from safetrace.symbolic.expr import TRUE, Expr, sym, to_expr
 from safetrace.trace.asserts import assert_sym, asserts_condition
 from safetrace.trace.hops.subgraph import Subgraph, add_submodule
@@ -90,7 +92,8 @@ def _join(ep: ExportedProgram, other: ExportedProgram, test: str,
     env_map = {by_name[spec.name]: ph for spec, ph in zip(inputs, phs) if spec.name in by_name}
     for n in reads:
         env_map[n] = g.node_copy(n, env_map.__getitem__)
-    _unsettled_reads([env_map[n] for n in reads], g, env, env_of(other.graph))
+    other_env = env_of(other.graph)
+    _unsettled_reads([env_map[n] for n in reads], g, env, other_env)
     pred = env_map[check.args[0]]
     if ranges:
         _assert_ranges(g, ep, inputs, phs, pred, ranges, test)
@@ -101,7 +104,8 @@ def _join(ep: ExportedProgram, other: ExportedProgram, test: str,
     t_attr.meta["stack_trace"] = f_attr.meta["stack_trace"] = ""
     node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr, tuple(phs)))
     node.meta["stack_trace"] = check.meta.get("stack_trace", "")
-    vals = _own_sizes(output_vals(sides, sides[0], {}, env), ep.graph, reads, env)
+    vals = _own_sizes(output_vals(sides, sides[0], {}, env), ep.graph, reads, env,
+                      other_env)
     cond_outputs(g, node, inputs, phs, mutated, vals)
     note(g, [header("data", test, where_of_trace(check.meta.get("stack_trace", "")),
                     ep.dim_names),
@@ -117,13 +121,15 @@ def _join(ep: ExportedProgram, other: ExportedProgram, test: str,
     return out
 
 
-def _own_sizes(vals: list, graph: torch.fx.Graph, reads: list, env: object) -> list:
+def _own_sizes(vals: list, graph: torch.fx.Graph, reads: list, env: object,
+               other_env: object = None) -> list:
     """The cond's output values with each size the top graph reads from data (`reads`'
     symbols, ``u0`` of ``x[mask]``) renamed to a new size, one per symbol (outputs of one
     size stay one).  Each branch computes that read again, the same number; but what reads
     the program (``st.load``'s evaluation, ``to_torch()``) gives each branch's read a
     symbol of its own, and sees the cond's output as a new size, as torch.cond's outputs
-    are: the top's ``u0`` there is a size it cannot prove (fuzz seed 1)."""
+    are: the top's ``u0`` there is a size it cannot prove (fuzz seed 1).  Each new size
+    spans both sides' ranges of the symbol (``_hull``), not the general side's alone."""
     inputs = set().union(*(_symbols(n.meta.get("val")) for n in graph.nodes
                            if n.op == "placeholder"))
     top = set().union(*(_symbols(n.meta.get("val")) for n in reads)) - inputs
@@ -137,10 +143,10 @@ def _own_sizes(vals: list, graph: torch.fx.Graph, reads: list, env: object) -> l
             return v
         for name in sorted(str(s) for s in to_expr(e).free_symbols):
             if name in top and name not in new:
-                r = env.bounds(sym(name))
+                lo, hi = _hull(name, env, other_env)
                 new[name] = env.new_unbacked(
-                    lo=None if r.lo == -math.inf else int(r.lo),
-                    hi=None if r.hi == math.inf else int(r.hi),
+                    lo=None if lo == -math.inf else int(lo),
+                    hi=None if hi == math.inf else int(hi),
                     origin="a data split's output")
         return make_int(substitute(to_expr(e), lambda s: new.get(s.name)), env)
 
@@ -157,27 +163,47 @@ def _own_sizes(vals: list, graph: torch.fx.Graph, reads: list, env: object) -> l
     return out
 
 
+def _hull(name: str, env: object, other_env: object) -> tuple:
+    """(lo, hi) of the size read from data `name` over both sides: the general side's
+    trace knows its own answer of the test (``min(u0, 2) >= 2`` makes ``u0 >= 2``), the
+    other side's the other answer; the top graph's read takes either."""
+    r = env.bounds(sym(name))
+    if other_env is None or name not in other_env.symbols:
+        return r.lo, r.hi
+    o = other_env.bounds(sym(name))
+    return min(r.lo, o.lo), max(r.hi, o.hi)
+
+
 def _unsettled_reads(copies: list, g: torch.fx.Graph, env: object, other_env: object) -> None:
     """The top graph's copies of the ops the test reads, with each size read from data
-    that the general side's trace settled to one value (``u0 >= 2`` asserted, and at most
-    2 rows: ``torch.unique`` of two values) as a new size over both sides' ranges.  The
-    general side's metadata holds its own answer (``f32[2]``, a size query ``2``, the test
-    ``True``); saved, the top graph recorded them and the loaded program refused the data
-    taking the other side, the example's too (fuzz seed 3308).  Sizes, size queries and
-    comparisons of them are given their values again; any other op reading a settled size
-    keeps the assert (``Unsplittable``)."""
+    whose range the general side's trace narrowed (its answer of the test: ``u0 >= 2``
+    of ``min(u0, 2) >= 2``) as a new size over both sides' ranges (``_hull``).  The
+    general side's metadata holds its own answer: a settled value (``u0 >= 2``, and at
+    most 2 rows of ``torch.unique`` of two values: ``f32[2]``, a size query ``2``, the
+    test ``True``; saved, the top graph recorded them and the loaded program refused the
+    data taking the other side, the example's too, fuzz seed 3308), or a range (the
+    size-oblivious ``min(u0, 2)`` recorded ``2``; the file's symbol table wrote ``u0 >=
+    2``, ``to_torch()`` took the branch's check as a fact of the main graph's read, and
+    the AOTI package refused ``u0 = 0``, session 33).  Sizes, size queries, Python size
+    arithmetic and comparisons of them are given their values again; another op reading
+    a renamed size keeps its metadata renamed where the range was narrowed only (its
+    form was made before the test), and keeps the assert where a value was settled
+    (``Unsplittable``).  The sides keep their own symbols: each branch's checks narrow
+    its own read only."""
     inputs = set().union(*(_symbols(n.meta.get("val")) for n in g.nodes
                            if n.op == "placeholder"))
     new: dict = {}
+    settled: set = set()
     for n in copies:
         for name in _symbols(n.meta.get("val")) - inputs:
             r = env.bounds(sym(name))
-            if name in new or r.lo != r.hi:
+            if name in new:
                 continue
-            o = other_env.bounds(sym(name)) if other_env is not None else r
-            lo, hi = min(r.lo, o.lo), max(r.hi, o.hi)
-            if lo == hi:
+            lo, hi = _hull(name, env, other_env)
+            if lo == hi or (lo, hi) == (r.lo, r.hi):
                 continue
+            if r.lo == r.hi:
+                settled.add(name)
             new[name] = env.new_unbacked(lo=None if lo == -math.inf else int(lo),
                                          hi=None if hi == math.inf else int(hi),
                                          origin="a size read from data, before a data split")
@@ -198,27 +224,66 @@ def _unsettled_reads(copies: list, g: torch.fx.Graph, env: object, other_env: ob
             return v
         return make_int(substitute(to_expr(e), lambda x: new.get(x.name)), env)
 
-    for n in copies:
-        val = n.meta.get("val")
-        reads_touched = any(a in touched for a in n.all_input_nodes)
-        if is_size_fn(n) and n.target is torch.ops.aten.sym_size.int and reads_touched:
-            src = n.args[0].meta["val"]
-            val = src.st_meta.shape[n.args[1]] if isinstance(src, Proxy) else None
-        elif n.target in _COMPARE and reads_touched:
-            ops = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in n.args]
-            ops = [getattr(v, "expr", v) for v in ops]
-            if len(ops) != 2 or not all(isinstance(v, (int, Expr)) for v in ops):
-                raise Unsplittable("the size test compares something other than sizes")
-            val = make_bool(_COMPARE[n.target](*ops), env)
-        elif reads_touched and n.target is not operator.getitem:
-            raise Unsplittable(f"{n.name} reads a size the general side settled")
+    def operands(n: torch.fx.Node) -> list:
+        ops = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in n.args]
+        ops = [getattr(v, "expr", v) for v in ops]
+        if n.kwargs or not all(isinstance(v, (int, Expr)) and not isinstance(v, bool)
+                               for v in ops):
+            if not settled:
+                raise _Kept(n.name)
+            raise Unsplittable("the size test computes on something other than sizes")
+        return ops
+
+    was = {n: n.meta.get("val") for n in copies}
+    try:
+        for n in copies:
+            val = _again(n, touched, operands, renamed, env, bool(settled))
+            if val is not n.meta.get("val"):
+                touched.add(n)
+                n.meta["val"] = val
+    except _Kept:  # (a range only, and an op not worked out again: as traced)
+        for n, v in was.items():
+            n.meta["val"] = v
+
+
+class _Kept(Exception):
+    """A copy whose value is not worked out again for a renamed size of a narrowed
+    range: the copies keep the general side's metadata (a narrower range, no settled
+    value; the program runs as before)."""
+
+
+def _again(n: torch.fx.Node, touched: set, operands: Callable, renamed: Callable,
+           env: object, settled: bool) -> object:
+    """`n`'s value with the renamed sizes (`_unsettled_reads`)."""
+    val = n.meta.get("val")
+    if not any(a in touched for a in n.all_input_nodes):
+        out = renamed(val)
+    elif n.target is torch.ops.aten.sym_size.int or n.target is torch.ops.aten.sym_numel.default:
+        src = n.args[0].meta["val"]
+        shape = src.st_meta.shape if isinstance(src, Proxy) else None
+        if shape is None:
+            out = None
+        elif n.target is torch.ops.aten.sym_numel.default:
+            out = make_int(to_expr(math.prod(getattr(d, "expr", d) for d in shape)), env)
         else:
-            val = renamed(val)
-        if val is None:
-            raise Unsplittable(f"{n.name}'s size is not a tensor's")
-        if val is not n.meta.get("val"):
-            touched.add(n)
-            n.meta["val"] = val
+            out = shape[n.args[1]]
+    elif n.target in _COMPARE:
+        ops = operands(n)
+        if len(ops) != 2:
+            raise Unsplittable("the size test compares something other than sizes")
+        out = make_bool(_COMPARE[n.target](*ops), env)
+    elif n.target in _ARITHMETIC:
+        out = make_int(to_expr(_ARITHMETIC[n.target](*operands(n))), env)
+    elif n.target is operator.getitem or (isinstance(val, (Proxy, tuple, list)) and
+                                          not is_size_fn(n) and not settled):
+        out = renamed(val)  # (a tensor op's form, made before the test: renamed)
+    elif settled:
+        raise Unsplittable(f"{n.name} reads a size the general side settled")
+    else:
+        raise _Kept(n.name)
+    if out is None:
+        raise Unsplittable(f"{n.name}'s size is not a tensor's")
+    return out
 
 
 def _symbols(val: object) -> set:
@@ -269,6 +334,11 @@ def _assert_ranges(g: torch.fx.Graph, ep: ExportedProgram, inputs: list, phs: li
 
 _COMPARE = {operator.ge: ge, operator.gt: gt, operator.le: le, operator.lt: lt,
             operator.eq: eq, operator.ne: ne}
+# Python size arithmetic the top graph computes again on a renamed size (an int result)
+_ARITHMETIC = {builtins.min: lambda *xs: min_(*xs), builtins.max: lambda *xs: max_(*xs),
+               operator.add: operator.add, operator.sub: operator.sub,
+               operator.mul: operator.mul, operator.floordiv: operator.floordiv,
+               operator.mod: operator.mod, operator.neg: operator.neg}
 
 
 def _expr_of(pred: torch.fx.Node) -> Expr:

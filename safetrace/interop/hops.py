@@ -20,6 +20,7 @@ from safetrace.errors import StructuredError
 from safetrace.errors import interop as EI
 from safetrace.interop.contract import evaluate
 from safetrace.interop.hierarchy import Boundaries
+from safetrace.interop.node_checks import branch_symbols
 from safetrace.symbolic import to_expr
 from safetrace.symbolic.expr import sym
 from safetrace.trace.hops import submodules
@@ -42,6 +43,8 @@ def convert_subgraph(conv: Any, graph: torch.fx.Graph) -> torch.fx.GraphModule:
     conv.graph, conv.env, conv.stacks, conv.attrs = torch.fx.Graph(), {}, {}, {}
     conv.bounds = Boundaries(conv, None, {})  # preserved calls never reach inside
     conv.branch_depth = getattr(conv, "branch_depth", 0) + 1
+    scope = branch_symbols(conv, graph)  # (node_checks.py: the symbols of its own reads)
+    scope.__enter__()
     try:
         for n in graph.nodes:
             if n.op == "placeholder":
@@ -67,6 +70,7 @@ def convert_subgraph(conv: Any, graph: torch.fx.Graph) -> torch.fx.GraphModule:
             setattr(root, name, gm)
         return torch.fx.GraphModule(root, conv.graph)
     finally:
+        scope.__exit__(None, None, None)
         conv.graph, conv.env, conv.bounds, conv.stacks, conv.attrs = saved
         conv.branch_depth -= 1
 

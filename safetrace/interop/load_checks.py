@@ -65,7 +65,7 @@ def _work(conv: Any, node: torch.fx.Node, check: Any) -> bool:
     kernel = _checked(node, name)
     target = kernel.target
     margs, mkwargs = _metas(args), _metas(kwargs)
-    sizes = _SizeNodes(conv, [a for a in leaves((args, kwargs))
+    sizes = _SizeNodes(conv, node.graph, [a for a in leaves((args, kwargs))
                               if isinstance(a, torch.fx.Node)])
     out = _metas(kernel.meta.get("val"))
     if not all(sizes.readable(s) for t in leaves(out) if isinstance(t, TensorMeta)
@@ -126,39 +126,54 @@ def _metas(value: Any) -> Any:
 
 class _SizeNodes:
     """Graph nodes computing our size expressions at run time from the operands' sizes:
-    an input symbol from the contract's size nodes, a symbol read from data (a nonzero's
-    row count) from the size of an operand that carries it, or the operand itself (a
-    number read by ``.item()``)."""
+    an input symbol from the contract's size nodes, an operand's size (a symbol read from
+    data, a nonzero's row count, or an expression, ``x[mask][:2]``'s ``min(u0, 2)``), or
+    a size an earlier node of the same graph holds (a tensor's dim, a number read by
+    ``.item()``)."""
 
-    def __init__(self, conv: Any, operands: list) -> None:
+    def __init__(self, conv: Any, graph: torch.fx.Graph, operands: list) -> None:
         self.conv = conv
         self.dims: dict = {}
         for ours in operands:
             meta = getattr(ours.meta.get("val"), "st_meta", None)
             for d, s in enumerate(getattr(meta, "shape", ())):
                 e = getattr(s, "expr", None)
-                if e is not None and to_expr(e).op == "sym":
+                if e is not None:
                     self.dims.setdefault(to_expr(e), (ours, d))
+        self.held = _held(conv, graph)
 
-        # (a number read from data, ``.item()``: the node that reads it)
-        self.dims.update((k, (n, None)) for k, n in _numbers(conv).items()
-                         if k not in self.dims)
+    def _inputs(self) -> dict:
+        """The contract's input size nodes: the main graph's (a subgraph reads the sizes
+        its placeholders hold, ``_held``)."""
+        return {} if getattr(self.conv, "branch_depth", 0) else self.conv.emitter.nodes
 
     def readable(self, size: Any) -> bool:
-        """Whether every symbol of `size` is an input's, an operand's size or a number
-        the program read."""
+        """Whether `size` is an operand's, or every symbol of it is an input's, an
+        operand's size or one an earlier node holds."""
         if isinstance(size, int):
             return True
-        known = self.conv.emitter.nodes
-        return all(e in known or e in self.dims for e in map(sym, to_expr(size.expr)
-                                                             .free_symbols))
+        known = self._inputs()
+        e = to_expr(size.expr)
+        return self._at(e) is not None or all(
+            x in known or self._at(x) is not None for x in map(sym, e.free_symbols))
+
+    def _at(self, e: Any) -> Any:
+        """(node, dim or None) of ours that holds `e` and is converted already (a node
+        of the graph being converted, before the check), or None: a size the program
+        reads later (``x[mask]``'s rows that a ``sym_size`` after the kernel reads) or in
+        another graph (the main graph's, from a branch) is none the check can read."""
+        for table in (self.dims, self.held):
+            hit = table.get(e)
+            if hit is not None and hit[0] in self.conv.env:
+                return hit
+        return None
 
     def node(self, value: Any) -> Any:
-        nodes = dict(self.conv.emitter.nodes)
+        nodes = dict(self._inputs())
         return expr_node(to_expr(value), nodes, self.conv.call, self._leaf)
 
     def _leaf(self, e: Any) -> Any:
-        hit = self.dims.get(e)
+        hit = self._at(e)
         if hit is None:
             return None
         ours, d = hit
@@ -169,17 +184,25 @@ class _SizeNodes:
                               value=new.meta["val"].shape[d])
 
 
-def _numbers(conv: Any) -> dict:
-    """Our symbol -> the node of the program that reads it from data as a number (an
-    ``.item()``), made once per conversion."""
-    found = conv.__dict__.get("_read_numbers")
+def _held(conv: Any, graph: torch.fx.Graph) -> dict:
+    """Our symbol -> (the first node of `graph` that holds it, its dim; None for a number
+    read from data, an ``.item()``), made once per graph and conversion."""
+    tables = conv.__dict__.setdefault("_held_sizes", {})
+    found = tables.get(graph)
     if found is None:
-        found = conv.__dict__["_read_numbers"] = {}
-        for n in conv.ep.graph.nodes:
-            e = getattr(n.meta.get("val"), "expr", None)
-            if e is not None and not hasattr(n.meta["val"], "st_meta") and \
-                    to_expr(e).op == "sym":
-                found.setdefault(to_expr(e), n)
+        found = tables[graph] = {}
+        for n in graph.nodes:
+            val = n.meta.get("val")
+            meta = getattr(val, "st_meta", None)
+            if meta is None:
+                e = getattr(val, "expr", None)
+                if e is not None and to_expr(e).op == "sym":
+                    found.setdefault(to_expr(e), (n, None))
+                continue
+            for d, s in enumerate(getattr(meta, "shape", ())):
+                e = getattr(s, "expr", None)
+                if e is not None and to_expr(e).op == "sym":
+                    found.setdefault(to_expr(e), (n, d))
     return found
 
 

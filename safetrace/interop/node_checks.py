@@ -4,8 +4,9 @@ beyond our contract (reported, never shipped as checks)."""
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -13,6 +14,7 @@ from safetrace import symbolic as S
 from safetrace.errors import ConversionError, ConversionWarning
 from safetrace.errors import interop as EI
 from safetrace.interop.contract import from_sympy
+from safetrace.interop.lazy import symbolic_shapes
 from safetrace.interop.unbacked import follow, known_unbacked
 from safetrace.symbolic import to_expr
 
@@ -34,6 +36,65 @@ def bind_unbacked(conv: Any, node: torch.fx.Node, val: Any, bindings: dict) -> N
         theirs = follow(val, path)
         if mine.op == "sym" and isinstance(theirs, torch.SymInt):
             conv.emitter.values.setdefault(mine.name, theirs)
+
+
+@contextlib.contextmanager
+def branch_symbols(conv: Any, graph: torch.fx.Graph) -> Iterator[None]:
+    """Converting a subgraph: the sizes read from data outside it that its placeholders do
+    not hold are not its (a data split's branch reads ``x[mask]`` again and its trace
+    names that count as the main graph's read, ``exporter/data_splits.py``; each side of
+    the split then names its own read alike).  Matched with the outer torch symbol, the
+    branch's run-time check (``min(u0, 2) >= 2``) became a fact of torch's ShapeEnv for
+    the whole program: the main graph's read and the other branch's took its range
+    (``range_constraints`` ``u0: [2, oo]``, an AOTI package refusing ``u0 = 0``, the
+    other branch's ``x[mask][:2]`` as ``f32[2]``).  Here such a symbol is hidden while the
+    subgraph converts, so its read makes a torch symbol of its own; on the way out, the
+    symbols born inside are dropped and the outer ones restored."""
+    values = conv.emitter.values
+    fakes = conv.fakes  # (its memos of our sizes as torch values: the same holds there)
+    memos = (values, fakes.sizes, fakes.exprs, fakes.by_ours)
+    saved = [dict(m) for m in memos]
+    held: set = set()
+    for n in graph.nodes:
+        if n.op == "placeholder":
+            held |= _our_names(n.meta.get("val"))
+    unbacked = symbolic_shapes().free_unbacked_symbols
+    hidden: set = set()
+    for name, v in saved[0].items():
+        if name not in held and isinstance(v, torch.SymInt) and unbacked(v):
+            hidden |= unbacked(v)
+            del values[name]
+    if hidden:
+        for memo in memos[1:]:
+            for key in [k for k, v in memo.items() if _mentions(v, hidden, unbacked)]:
+                del memo[key]
+    try:
+        yield
+    finally:
+        for memo, kept in zip(memos, saved):
+            memo.clear()
+            memo.update(kept)
+
+
+def _mentions(v: Any, hidden: set, unbacked: Any) -> bool:
+    """Whether a torch value (a size, a tensor's sizes) holds one of the `hidden`
+    symbols."""
+    if isinstance(v, torch.Tensor):
+        return any(_mentions(s, hidden, unbacked) for s in v.shape)
+    return isinstance(v, torch.SymInt) and bool(unbacked(v) & hidden)
+
+
+def _our_names(val: Any) -> set:
+    """Our symbols in a value (a tensor's sizes, a size, in lists)."""
+    if isinstance(val, (list, tuple)):
+        return set().union(*(_our_names(v) for v in val))
+    dims = val.shape if isinstance(val, torch.Tensor) else (val,)
+    out: set = set()
+    for d in dims:
+        e = getattr(d, "expr", None)
+        if e is not None:
+            out |= {str(x) for x in to_expr(e).free_symbols}
+    return out
 
 
 def same_shape(conv: Any, node: torch.fx.Node, val: Any) -> None:

@@ -55,6 +55,7 @@ from safetrace.serialize.branch_facts import steps
 from safetrace.serialize.codec import new_symbolic
 from safetrace.serialize.constant_sizes import UNKNOWN
 from safetrace.serialize.read_points import declared_range
+from safetrace.serialize.read_ranges import held_at_call, held_to_range, own_read
 from safetrace.serialize.record_values import all_of as _all, is_int as _is_int, kind as _kind
 from safetrace.serialize.record_values import show as _show
 from safetrace.serialize.renaming import renaming
@@ -126,6 +127,7 @@ class Recorded:
         # "number": a number's record, whose check at call, where no check can read it,
         # leaves it as written (``soft``) as before session 33)
         self.soft: set = set()  # ((node, where in its value) of those)
+        self.ranged: list = []  # (main-graph reads' declared ranges: read_ranges.py)
 
     def scope(self) -> tuple:
         """What matches are known now (a subgraph's are its own: ``restore``)."""
@@ -146,6 +148,7 @@ class Recorded:
         side's facts) is checked at call (``at_call``; ``values``: those of its graph)."""
         if node.op == "output" or "val" not in node.meta or derived is UNKNOWN:
             return  # (an op without a rule, past the analysis' time: kept as written)
+        facts = facts + [x[1][0] for x in self.ranged] if self.ranged else facts
         recorded = node.meta["val"]
         self.in_main = node.graph is self.main
         self.reading = node in self.read or node.target in GUARDED  # (sized by values)
@@ -230,7 +233,7 @@ class Recorded:
             name, recorded, derived = self.wrong
             raise bad_file(f"node {name!r}", f"the file records its value as {recorded}, "
                            f"but the graph computes {derived} there", _FIX)
-        self._unproven([x for x in self.later if x[0] is self.main], facts)
+        self._unproven([x for x in self.later if x[0] is self.main], held_at_call(self, facts))
         self.later = [x for x in self.later if x[0] is not self.main]
 
     def settle(self, graph: Any, facts: list, values: list, loop: bool = True) -> None:
@@ -403,8 +406,13 @@ class Recorded:
         if r_in is None:  # (a symbol of the file's that nothing matched yet)
             if d.op == "sym" and r.op == "sym" and d.name not in self.contract and \
                     d.name not in self.taken and d.name not in self.opaque:
+                held = held_to_range(self.env, rec, r.name, d, self._path)  # (its
+                if held is False:  # declared range: proved or checked at call, and a
+                    return False  # fact of the later nodes' records; never met: a lie)
                 self.match(r.name, d)
                 self.taken.add(d.name)
+                if held:
+                    self.ranged.append((self._node, held, self._values))
                 return True
             if r.op == "sym" and not self.in_main and \
                     {str(x) for x in d.free_symbols} <= self.contract:
@@ -421,8 +429,8 @@ class Recorded:
                 self.match(r.name, d)  # its declared range holds it: a range
                 return True  # [-1, -1] for a 3 made zeros' record [-1], session 29)
             return self._solve(rec, r, d)
-        if d is r_in:
-            return True
+        if d is r_in or (r.op == "sym" and own_read(self, rec, r, d, r_in)):
+            return True  # (or a subgraph's own read named as one outside it: read_ranges)
         try:
             answer = self.env.decide(eq(d, r_in))
             if answer is None:  # (two forms of one size, a min/max placed otherwise in

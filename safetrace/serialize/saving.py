@@ -23,6 +23,7 @@ from safetrace.serialize import operand_checks, record_checks, value_sizes, work
 from safetrace.serialize.codec import encode_record, encode_spec, encode_value, finite_or_none
 from safetrace.serialize.subgraphs import encode as encode_subgraphs
 from safetrace.serialize.targets import target_to_name
+from safetrace.trace.hops import submodules
 from safetrace.trace.subclasses import rebuild
 
 FORMAT = "safetrace.program"
@@ -215,15 +216,64 @@ def _symbols(ep: Any) -> list[dict]:
     env = _find_env(ep)
     if env is None:
         return []
+    hulls = _hulls(ep.graph, env)
     out = []
     for name, info in env.symbols.items():
+        lo, hi = hulls.get(name, (info.range.lo, info.range.hi))
         entry = {"name": name, "backed": bool(info.backed),
                  "hint": info.hint if info.backed else None,
-                 "lo": _bound(info.range.lo), "hi": _bound(info.range.hi)}
+                 "lo": _bound(lo), "hi": _bound(hi)}
         if getattr(info, "is_float", False):
             entry["float"] = True  # a float read from data (.item() of a float tensor)
         out.append(entry)
     return out
+
+
+def _hulls(graph: torch.fx.Graph, env: Any) -> dict:
+    """Symbol -> (lo, hi) over every environment of the program's graphs that names it,
+    where another one does besides ``env`` (the table's).  A data split's sides were
+    traced apart (``exporter/data_splits.py``), and each names the count it reads again in
+    its branch alike (``u0``), each under its own answer of the test: the general side's
+    ``u0 >= 2``, the other's ``u0 <= 1`` (and an input size the general side was traced
+    for part of, ``s0 >= 1``).  The table, one for all the graphs, writes the span of
+    both; each side's narrower range is its branch's own assertion (the top graph's, for
+    an input size).  (Written with the general side's, the loaded program's other branch
+    recorded ``x[mask][:2]`` as ``[2]``, and its ``st.save`` wrote that.)"""
+    envs = {id(env): env}
+    todo = [graph]
+    while todo:
+        g = todo.pop()
+        for n in g.nodes:
+            e = _env_of(n.meta.get("val"))
+            if e is not None and hasattr(e, "symbols"):
+                envs.setdefault(id(e), e)
+        todo.extend(sub.graph for sub in submodules(g).values())
+    if len(envs) == 1:
+        return {}
+    out = {}
+    for name, info in env.symbols.items():
+        lo, hi = info.range.lo, info.range.hi
+        for other in envs.values():
+            theirs = other.symbols.get(name) if other is not env else None
+            if theirs is not None and theirs.backed == info.backed:
+                lo, hi = min(lo, theirs.range.lo), max(hi, theirs.range.hi)
+        if (lo, hi) != (info.range.lo, info.range.hi):
+            out[name] = (lo, hi)
+    return out
+
+
+def _env_of(val: Any) -> Any:
+    """The env of a node's value (a size, a tensor's sizes, in lists), or None."""
+    stack = [val]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif getattr(v, "env", None) is not None:
+            return v.env
+        elif hasattr(v, "st_meta"):
+            stack.extend(s for s in v.st_meta.shape if not isinstance(s, int))
+    return None
 
 
 def _find_env(ep: Any) -> Any:
