@@ -3,7 +3,10 @@ the contract makes empty (``requires s0*s1*s2 == 0``, from a size test the examp
 answered): the exporter records it as 0, and the loader, which re-derives it with the
 same rules, must find 0 too.  Its environment holds the condition as a fact, whose
 product no range shows (found by ``benchmarks/fuzz.py``: the file was refused with
-"none of its checks makes the two one")."""
+"none of its checks makes the two one").  Since session 34 a size test the example answered
+under ``Dim.DYNAMIC`` is split instead (the program computes non-empty inputs too:
+``test_the_size_test_is_split_and_computes_like_eager``), so the models state the emptiness
+as the user's own ``torch._check``, which the contract keeps as the same condition."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ _DYN = Dim.DYNAMIC(max=16)
 
 class _ItemOfCount(torch.nn.Module):
     def forward(self, x):
+        torch._check(x.numel() == 0)
         v0 = x.flatten()[:(x > 0).sum().item()]
         v2 = v0 * 2 if v0.shape[0] > 0 else v0[:1]
         return v0, v2
@@ -29,6 +33,7 @@ class _ItemOfCount(torch.nn.Module):
 
 class _NonzeroRows(torch.nn.Module):
     def forward(self, y):
+        torch._check(y.numel() == 0)
         v0 = y.nonzero()[:, 0].float()
         v2 = v0.amax(0) if v0.shape[0] > 0 else v0.sum(0)
         return v0, v2
@@ -60,6 +65,32 @@ def test_a_count_of_a_tensor_the_contract_empties_loads(cls):
     x = torch.zeros(2, 0, 3)  # (a loaded program's own checks of sizes read from data
     for got, want in zip(ep.to_torch().module()(x), m(x)):  # are no torch.export op)
         torch.testing.assert_close(got, want)
+
+
+class _ItemOfCountUnchecked(torch.nn.Module):
+    def forward(self, x):
+        v0 = x.flatten()[:(x > 0).sum().item()]
+        v2 = v0 * 2 if v0.shape[0] > 0 else v0[:1]
+        return v0, v2
+
+
+def test_the_size_test_is_split_and_computes_like_eager():
+    """Without the user's check, the example's size test (`s0*s1*s2 == 0`) is split: empty
+    and non-empty inputs compute as eager, through save and load too; a non-empty input
+    whose count is 0 takes the branch the trace answered for counts >= 1 and is refused at
+    run time (a data-dependent assertion, never a wrong result)."""
+    m = _ItemOfCountUnchecked()
+    ep = _exported(m)
+    loaded = st.load(_saved(ep))
+    for run in (ep.module(), loaded.module()):
+        for shape in _EMPTY + [(1, 1, 1), (2, 3, 4), (16, 16, 7)]:
+            x = torch.rand(*shape) + 0.5  # (every element counted)
+            for got, want in zip(run(x), m(x)):
+                torch.testing.assert_close(got, want)
+        with pytest.raises(st.RuntimeAssertionError, match="u0 >= 1"):
+            run(-torch.ones(2, 3, 4))
+        with pytest.raises(st.InputMismatchError):
+            run(torch.randn(17, 1, 1))  # (past the declared max=16)
 
 
 @pytest.mark.parametrize("cls, node, val", [
