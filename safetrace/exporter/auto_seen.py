@@ -1,0 +1,193 @@
+"""The Dim.AUTO re-export's "not taken" answers, remembered per model.
+
+``auto_small.split_auto_small`` exports a Dim.AUTO / DYNAMIC program that keeps a check
+again with named Dims, to find a wider program; where none is taken, the first program
+is returned.  That retry costs several traces on every export, warm ones included (swin:
+0.04 s without it, 0.3 s with it).  Returning the first program is always sound (it
+keeps its checks); to give what an export without this memory would give, the answer
+is reused only where everything the retry reads is as it was when it was found:
+
+- the call: each input's type, shape, strides, dtype, device and requires_grad (plain
+  Python values by value), ``dynamic_shapes``, ``max_splits`` and the export's options;
+- the first program: its graph's nodes (op, target) and its contract;
+- the model: each submodule by identity at its path, its ``__dict__`` (each value by
+  identity: a submodule, hook or attribute replaced), its parameters', buffers' and
+  hooks' tables and its list/dict/set attributes (their items by identity), each
+  parameter's and buffer's shape and dtype, the ``__dict__`` of a plain object held as
+  an attribute (``self.config``: one level), and each class's own ``__dict__`` (a method
+  replaced on the class);
+- the code's global namespaces (``user_spaces.namespaces``: a module-level function or
+  setting replaced), a function's closure cells and defaults, and torch's grad mode,
+  autocast and default dtype.
+
+Anything else (a value two levels down an attribute, a tensor's contents) that the
+retry alone reads is not looked at: there the remembered answer stands, which is the
+first program, sound for its space.  A call whose inputs or ``dynamic_shapes`` hold a
+value of another kind (an object, a dataclass of tensors) is never remembered.
+"""
+
+from __future__ import annotations
+
+import threading
+import types
+import weakref
+from typing import Any
+
+import torch
+
+from safetrace.dims import Dim, DimHint
+from safetrace.exporter.user_spaces import namespaces
+
+_ENTRIES = 4  # (answers kept per model: one per call shape / dynamic_shapes)
+_LOCK = threading.Lock()
+# model -> [(key, state, refusals)], newest first
+_SEEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_CONTAINERS = (dict, list, set)
+_SCALARS = (int, float, bool, str, bytes, complex, type(None))
+
+
+class Seen:
+    """The memory for one export: ``get(ep)`` gives the refusals remembered for first
+    program `ep` (a list, maybe empty) where the retry was found not taken in the same
+    state, else None; ``put(ep, refusals)`` remembers such an answer."""
+
+    __slots__ = ("model", "fn", "call", "_state")
+
+    def __init__(self, model: Any, fn: Any, args: tuple, kwargs: dict, dynamic_shapes: Any,
+                 options: tuple) -> None:
+        self.model, self.fn = model, fn
+        try:
+            self.call = (_plain(args), _plain(kwargs), _plain(dynamic_shapes), options)
+        except _Unkeyed:
+            self.call = None
+        self._state: tuple | None = None
+
+    def get(self, ep: Any) -> list[str] | None:
+        if self.call is None:
+            return None
+        try:
+            with _LOCK:
+                entries = list(_SEEN.get(self.model, ()))
+        except TypeError:  # (no weak reference to it: a bound method)
+            self.call = None
+            return None
+        if not entries:
+            return None
+        key = self._key(ep)
+        for k, state, refusals in entries:
+            if k == key and state == self._now():
+                return list(refusals)
+        return None
+
+    def put(self, ep: Any, refusals: list[str]) -> None:
+        if self.call is None:
+            return
+        entry = (self._key(ep), self._now(), tuple(refusals))
+        try:
+            with _LOCK:
+                old = [e for e in _SEEN.get(self.model, ()) if e[0] != entry[0]]
+                _SEEN[self.model] = [entry] + old[:_ENTRIES - 1]
+        except TypeError:  # (no weak reference to it)
+            self.call = None
+
+    def _key(self, ep: Any) -> tuple:
+        nodes = tuple((n.op, str(n.target)) for n in ep.graph.nodes)
+        return self.call, nodes, repr(ep.contract), _flags()
+
+    def _now(self) -> tuple:
+        if self._state is None:
+            self._state = _snapshot(self.model, self.fn)
+        return self._state
+
+
+class _Unkeyed(Exception):
+    """A call value this memory does not key on (never remembered)."""
+
+
+def _plain(v: Any) -> Any:
+    """`v` as a comparable value: tensors by their metadata, containers item by item."""
+    t = type(v)
+    if t in _SCALARS:
+        return t, v
+    if isinstance(v, torch.Tensor):
+        return (t, tuple(v.shape), v.stride() if v.layout == torch.strided else None,
+                v.dtype, v.device, v.layout, v.requires_grad)
+    if t in (tuple, list):
+        return t, tuple(_plain(x) for x in v)
+    if t is dict:
+        return t, tuple((_plain(k), _plain(x)) for k, x in v.items())
+    if t in (torch.dtype, torch.device, torch.Size):
+        return t, v
+    if isinstance(v, (Dim, DimHint)):
+        return t, repr(v)
+    raise _Unkeyed
+
+
+def _flags() -> tuple:
+    return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
+            torch.is_autocast_enabled(), torch.get_default_dtype())
+
+
+def _snapshot(model: Any, fn: Any) -> tuple:
+    """What `get` compares (the module docstring's list), as plain values: each value a
+    Python scalar by value, any other by its type and identity (no reference to it is
+    kept: the memory keeps no model or global alive)."""
+    out: list = []
+    seen: set[int] = set()
+
+    def keep(d: Any, owner: Any = None) -> None:
+        key = id(d if owner is None else owner)  # (a class: its __dict__ is made anew)
+        if key not in seen:
+            seen.add(key)
+            items = d.items() if isinstance(d, (dict, types.MappingProxyType)) else \
+                enumerate(d)
+            out.append((key, tuple((k, _marker(v)) for k, v in items)))
+
+    walk: list = []
+    if isinstance(model, torch.nn.Module):
+        walk = list(model.named_modules(remove_duplicate=False))
+        out.append(tuple((p, id(m), type(m)) for p, m in walk))
+        for _, mod in walk:
+            d = mod.__dict__
+            keep(d)
+            for v in d.values():
+                t = type(v)
+                if t in _CONTAINERS or isinstance(v, dict):
+                    keep(v)
+                elif t not in _SCALARS and type(getattr(v, "__dict__", None)) is dict and \
+                        not isinstance(v, (torch.nn.Module, torch.Tensor, type)):
+                    keep(v.__dict__)  # (self.config: one level)
+                elif isinstance(v, torch.Tensor):  # (a tensor attribute: `.data =` too)
+                    out.append((tuple(v.shape), v.dtype))
+            out.append(tuple((k, tuple(p.shape), p.dtype) for k, p in
+                             (*mod._parameters.items(), *mod._buffers.items())
+                             if p is not None))
+        for cls in dict.fromkeys(type(m) for _, m in walk):
+            for c in cls.__mro__:
+                if c is torch.nn.Module:
+                    break
+                keep(c.__dict__, c)
+    for f in (fn, getattr(fn, "__func__", None)):
+        if f is not None and getattr(f, "__closure__", None):
+            out.append(tuple(_marker(_cell(c)) for c in f.__closure__))
+        if f is not None and hasattr(f, "__code__"):
+            out.append((_marker(f.__code__), _marker(getattr(f, "__defaults__", None)),
+                        _marker(getattr(f, "__kwdefaults__", None))))
+    for ns in namespaces(model, fn, walk or None):
+        keep(ns)
+    return tuple(out)
+
+
+def _marker(v: Any) -> Any:
+    """A Python scalar (or a tuple of them) itself; any other value its type and id."""
+    t = type(v)
+    if t in _SCALARS or t is tuple and all(type(x) in _SCALARS for x in v):
+        return t, v
+    return t, id(v)
+
+
+def _cell(c: Any) -> Any:
+    try:
+        return c.cell_contents
+    except ValueError:  # (an empty cell)
+        return None
