@@ -17,8 +17,9 @@ is reused only where everything the retry reads is as it was when it was found:
   an attribute (``self.config``: one level), and each class's own ``__dict__`` (a method
   replaced on the class);
 - the code's global namespaces (``user_spaces.namespaces``: a module-level function or
-  setting replaced), a function's closure cells and defaults, and torch's grad mode,
-  autocast and default dtype.
+  setting replaced), the names there that the code defined there reads (a script's loop
+  variables are not among them), a function's closure cells and defaults, and torch's
+  grad mode, autocast and default dtype.
 
 Anything else (a value two levels down an attribute, a tensor's contents) that the
 retry alone reads is not looked at: there the remembered answer stands, which is the
@@ -174,8 +175,41 @@ def _snapshot(model: Any, fn: Any) -> tuple:
             out.append((_marker(f.__code__), _marker(getattr(f, "__defaults__", None)),
                         _marker(getattr(f, "__kwdefaults__", None))))
     for ns in namespaces(model, fn, walk or None):
-        keep(ns)
+        read = _read_names(ns)  # (a script's own loop variables change every export)
+        out.append((id(ns), tuple((k, _marker(ns[k])) for k in ns if k in read)))
     return tuple(out)
+
+
+# the code objects of a namespace's functions and classes -> the global names they read
+_READS: dict[tuple, frozenset] = {}
+
+
+def _read_names(ns: dict) -> frozenset:
+    """The names the code defined in namespace `ns` (its functions, its classes' methods,
+    and the functions and lambdas nested in them) reads as globals."""
+    name = ns.get("__name__")
+    codes = []
+    for v in list(ns.values()):
+        if isinstance(v, types.FunctionType) and v.__globals__ is ns:
+            codes.append(v.__code__)
+        elif isinstance(v, type) and v.__module__ == name:
+            for m in list(v.__dict__.values()):
+                m = getattr(m, "__func__", getattr(m, "fget", m))
+                if isinstance(m, types.FunctionType) and m.__globals__ is ns:
+                    codes.append(m.__code__)
+    key = tuple(map(id, codes))
+    found = _READS.get(key)
+    if found is None:
+        if len(_READS) > 1_000:
+            _READS.clear()
+        names: set[str] = set()
+        todo = codes
+        while todo:
+            c = todo.pop()
+            names.update(c.co_names)
+            todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+        found = _READS[key] = frozenset(names)
+    return found
 
 
 def _marker(v: Any) -> Any:
