@@ -1,11 +1,14 @@
-"""The Dim.AUTO re-export's "not taken" answers, remembered per model.
+"""The Dim.AUTO re-export's answers, remembered per model.
 
 ``auto_small.split_auto_small`` exports a Dim.AUTO / DYNAMIC program that keeps a check
-again with named Dims, to find a wider program; where none is taken, the first program
-is returned.  That retry costs several traces on every export, warm ones included (swin:
-0.04 s without it, 0.3 s with it).  Returning the first program is always sound (it
-keeps its checks); to give what an export without this memory would give, the answer
-is reused only where everything the retry reads is as it was when it was found:
+again with named Dims, to find a wider program, from the lowest size up (a try refused,
+the next from one size up); where none is taken, the first program is returned.  That
+retry cost every export several traces, warm ones included (swin: 0.04 s without it,
+0.3 s with it).  Its answer is remembered: where the first program was returned, a warm
+export returns it again (always sound: it keeps its checks); where a wider one was, a
+warm export makes only the export with the Dims that gave it (each export is sound for
+its own contract).  To give what an export without this memory would give, an answer is
+reused only where everything the retry reads is as it was when it was found:
 
 - the call: each input's type, shape, strides, dtype, device and requires_grad (plain
   Python values by value), ``dynamic_shapes``, ``max_splits`` and the export's options;
@@ -22,9 +25,10 @@ is reused only where everything the retry reads is as it was when it was found:
   grad mode, autocast and default dtype.
 
 Anything else (a value two levels down an attribute, a tensor's contents) that the
-retry alone reads is not looked at: there the remembered answer stands, which is the
-first program, sound for its space.  A call whose inputs or ``dynamic_shapes`` hold a
-value of another kind (an object, a dataclass of tensors) is never remembered.
+retry alone reads is not looked at: there the remembered answer stands, sound for its
+space (the first program, or an export made now).  A call whose inputs or
+``dynamic_shapes`` hold a value of another kind (an object, a dataclass of tensors) is
+never remembered.
 """
 
 from __future__ import annotations
@@ -41,16 +45,16 @@ from safetrace.exporter.user_spaces import namespaces
 
 _ENTRIES = 4  # (answers kept per model: one per call shape / dynamic_shapes)
 _LOCK = threading.Lock()
-# model -> [(key, state, refusals)], newest first
+# model -> [(key, state, answer)], newest first
 _SEEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _CONTAINERS = (dict, list, set)
 _SCALARS = (int, float, bool, str, bytes, complex, type(None))
 
 
 class Seen:
-    """The memory for one export: ``get(ep)`` gives the refusals remembered for first
-    program `ep` (a list, maybe empty) where the retry was found not taken in the same
-    state, else None; ``put(ep, refusals)`` remembers such an answer."""
+    """The memory for one export: ``get(ep)`` gives the answer remembered for first
+    program `ep` in the same state, else None; ``put(ep, answer)`` remembers one
+    (auto_small's: ``("first", refusals)`` or ``("named", {input dim: Dim})``)."""
 
     __slots__ = ("model", "fn", "call", "_state")
 
@@ -63,7 +67,7 @@ class Seen:
             self.call = None
         self._state: tuple | None = None
 
-    def get(self, ep: Any) -> list[str] | None:
+    def get(self, ep: Any) -> tuple | None:
         if self.call is None:
             return None
         try:
@@ -75,15 +79,15 @@ class Seen:
         if not entries:
             return None
         key = self._key(ep)
-        for k, state, refusals in entries:
+        for k, state, answer in entries:
             if k == key and state == self._now():
-                return list(refusals)
+                return answer
         return None
 
-    def put(self, ep: Any, refusals: list[str]) -> None:
+    def put(self, ep: Any, answer: tuple) -> None:
         if self.call is None:
             return
-        entry = (self._key(ep), self._now(), tuple(refusals))
+        entry = (self._key(ep), self._now(), answer)
         try:
             with _LOCK:
                 old = [e for e in _SEEN.get(self.model, ()) if e[0] != entry[0]]

@@ -116,12 +116,15 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
     at 0 under ``if x.shape[0] > 1:``: a side eager raises on), again from one size up,
     while that is below `ep`'s range.  That program where it refuses fewer of those sizes
     than `ep` (each Dim at 0 or 1, the other dims as in the example); else `ep`.
-    (`seen`: an ``auto_seen.Seen``: where an earlier export returned its first program in
-    the same state, `ep` again, with that export's refusals, and nothing looked at.)"""
+    (`seen`: an ``auto_seen.Seen``: where an earlier export in the same state returned
+    its first program, `ep` again with that export's refusals; where it returned the
+    export with some Dims, that export alone, with nothing else looked at.)"""
     known = seen.get(ep) if seen is not None else None
+    if known is not None and known[0] == "named":
+        return _exported(ep, known[1], export_named(known[1]))
     if known is not None:
-        if known:
-            ep.auto_split_refusals = known
+        if known[1]:
+            ep.auto_split_refusals = list(known[1])
         return ep
     named, tops = _named(ep)
     refusals: list[str] = []
@@ -130,23 +133,26 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
                     for w in wheres)  # (and a named Dim's of a relation with them)
     best = ep
     if named:
-        out = _climb(ep, named, tops, export_named, refusals)
+        out, dims = _climb(ep, named, tops, export_named, refusals)
         if out is not None and _fewer(out, ep, named, examples):
             best = out
+            if seen is not None:
+                seen.put(ep, ("named", dims))
     if best is ep and refusals:
         ep.auto_split_refusals = refusals
     if best is ep and seen is not None:
-        seen.put(ep, refusals)
+        seen.put(ep, ("first", tuple(refusals)))
     return best
 
 
 def _climb(ep: ExportedProgram, named: dict[str, Dim], tops: dict[str, int],
            export_named: Callable[[dict], ExportedProgram], refusals: list[str]
-           ) -> ExportedProgram | None:
+           ) -> tuple[ExportedProgram | None, dict[str, Dim] | None]:
     """The export with `named`'s Dims, again from one size up for each Dim whose lowest size
     is still left out (while below its lower end in `ep`: `tops`); the last program
-    exported, None where none is (each refusal's line added to `refusals`)."""
-    best = None
+    exported and its Dims, None where none is (each refusal's line added to
+    `refusals`)."""
+    best = dims = None
     for _ in range(ASSUMED_MIN + 1):
         try:
             out = export_named(named)
@@ -156,11 +162,7 @@ def _climb(ep: ExportedProgram, named: dict[str, Dim], tops: dict[str, int],
             refusals.append(_refusal(named, why))
             out = None
         if out is not None:
-            labels = {d.name for d in named.values()}  # (an AUTO dim keeps no Dim name)
-            out.dim_names = {s: n for s, n in getattr(out, "dim_names", {}).items()
-                             if n not in labels}
-            _keep_origins(out, ep, named)
-            best = out
+            best, dims = _exported(ep, named, out), named
             short = {x.where for x in out.contract.symbols if x.where in named and x.backed
                      and (x.lo or 0) > named[x.where].min}
         else:
@@ -170,7 +172,18 @@ def _climb(ep: ExportedProgram, named: dict[str, Dim], tops: dict[str, int],
         if not up:
             break
         named = {w: up.get(d.name, d) for w, d in named.items()}
-    return best
+    return best, dims
+
+
+def _exported(ep: ExportedProgram, named: dict[str, Dim], out: ExportedProgram
+              ) -> ExportedProgram:
+    """`out`, the export with `named`'s Dims, as the program of `ep`'s export: its split
+    Dims keep no name (an AUTO dim has none), its bounds the lines behind them in `ep`."""
+    labels = {d.name for d in named.values()}
+    out.dim_names = {s: n for s, n in getattr(out, "dim_names", {}).items()
+                     if n not in labels}
+    _keep_origins(out, ep, named)
+    return out
 
 
 def _left_out(ep: ExportedProgram, named: dict[str, Dim], examples: dict[str, int],

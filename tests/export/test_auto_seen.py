@@ -48,6 +48,13 @@ class Routed(torch.nn.Module):
         return x - 1
 
 
+class Indexed(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[0] > 1:
+            return x * 2
+        return x * 3 + x[0]  # (batch 0: eager raises; the re-export from 0 leaves it out)
+
+
 def _one(x):
     raise ValueError("batch 1 is not supported")
 
@@ -78,7 +85,7 @@ def _same_program(a, b):
 def _eager_raises(model, x):
     try:
         model(x)
-    except ValueError:
+    except (ValueError, IndexError):
         return True
     return False
 
@@ -106,6 +113,25 @@ def test_warm_export_returns_the_uncached_program_without_the_re_export():
     _same_program(again, first)
     _same_program(again, _export(Gate())[0])  # (a fresh model: nothing remembered)
     _check_sizes(again, model)
+
+
+def test_warm_export_of_a_wider_program_makes_that_export_alone():
+    calls = []
+    model = Indexed()
+    model.register_forward_pre_hook(lambda mod, args: calls.append(1))
+    first, cold = _export(model, calls)
+    again, warm = _export(model, calls)
+    assert warm < cold  # (the first trace and that export: not the try from 0 again)
+    _same_program(again, first)
+    _same_program(again, _export(Indexed())[0])
+    _check_sizes(again, model)
+    model = Gate(strict=False)
+    _export(model)
+    _export(model)
+    model.strict = True  # (batch 1 raises now: the narrow program, as uncached)
+    narrow, _ = _export(model)
+    _same_program(narrow, _export(Gate())[0])
+    _check_sizes(narrow, model)
 
 
 def test_attribute_changed_gives_the_uncached_program():
