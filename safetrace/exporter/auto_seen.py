@@ -40,7 +40,7 @@ from typing import Any
 
 import torch
 
-from safetrace.dims import Dim, DimHint
+from safetrace.dims import DerivedDim, Dim, DimHint
 from safetrace.exporter.user_spaces import namespaces
 
 _ENTRIES = 4  # (answers kept per model: one per call shape / dynamic_shapes)
@@ -123,7 +123,7 @@ def _plain(v: Any) -> Any:
         return t, tuple((_plain(k), _plain(x)) for k, x in v.items())
     if t in (torch.dtype, torch.device, torch.Size):
         return t, v
-    if isinstance(v, (Dim, DimHint)):
+    if isinstance(v, (Dim, DerivedDim, DimHint)):
         return t, repr(v)
     raise _Unkeyed
 

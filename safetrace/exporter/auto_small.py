@@ -121,7 +121,12 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
     export with some Dims, that export alone, with nothing else looked at.)"""
     known = seen.get(ep) if seen is not None else None
     if known is not None and known[0] == "named":
-        return _exported(ep, known[1], export_named(known[1]))
+        try:
+            return _exported(ep, known[1], export_named(known[1]))
+        except ExportError as why:  # (not as it was found: looked at again, below)
+            if str(getattr(why, "cause", "")).startswith(_INTERNAL):
+                raise
+            known = None
     if known is not None:
         if known[1]:
             ep.auto_split_refusals = list(known[1])
