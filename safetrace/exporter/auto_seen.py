@@ -142,11 +142,20 @@ def _snapshot(model: Any, fn: Any) -> tuple:
 
     def keep(d: Any, owner: Any = None) -> None:
         key = id(d if owner is None else owner)  # (a class: its __dict__ is made anew)
-        if key not in seen:
-            seen.add(key)
-            items = d.items() if isinstance(d, (dict, types.MappingProxyType)) else \
-                enumerate(d)
-            out.append((key, tuple((k, _marker(v)) for k, v in items)))
+        if key in seen:
+            return
+        seen.add(key)
+        if not d:  # (most of a module's hook tables)
+            out.append(key)
+            return
+        mapping = isinstance(d, (dict, types.MappingProxyType))
+        values = tuple(d.values()) if mapping else tuple(d)
+        kinds = tuple(map(type, values))  # (types and identities read in C)
+        at = _BY_VALUE.get(kinds)
+        if at is None:
+            at = _by_value(kinds)
+        out.append((key, tuple(d) if mapping else None, kinds, tuple(map(id, values)),
+                    tuple([_marker(values[i]) for i in at])))
 
     walk: list = []
     if isinstance(model, torch.nn.Module):
@@ -214,6 +223,18 @@ def _read_names(ns: dict) -> frozenset:
             todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
         found = _READS[key] = frozenset(names)
     return found
+
+
+# the types of a table's values -> the places of those compared by value (Python scalars,
+# tuples: `_marker`); each other value is compared by type and identity
+_BY_VALUE: dict[tuple, tuple] = {}
+
+
+def _by_value(kinds: tuple) -> tuple:
+    if len(_BY_VALUE) > 10_000:
+        _BY_VALUE.clear()
+    at = _BY_VALUE[kinds] = tuple(i for i, t in enumerate(kinds) if t in _SCALARS or t is tuple)
+    return at
 
 
 def _marker(v: Any) -> Any:
