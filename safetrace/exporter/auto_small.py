@@ -98,6 +98,7 @@ def relations(ep: ExportedProgram) -> list[tuple]:
     if found is None:
         find = getattr(ep, "auto_relations_of", None)
         found = ep.auto_relations = find() if find is not None else []
+        ep.auto_relations_of = None  # (what it held: the trace's env, a split's sides)
     return found
 
 
