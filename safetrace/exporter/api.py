@@ -11,6 +11,7 @@ import torch
 from safetrace import pytree
 from safetrace import errors as E
 from safetrace.errors.dropin import is_torch_program
+from safetrace.exporter.auto_seen import Seen
 from safetrace.exporter.auto_small import (auto_budget, auto_places, auto_relations,
                                             split_auto_small)
 from safetrace.exporter.caught import eager_classes, refusals_watched
@@ -137,10 +138,13 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
                 max_splits + auto_budget(named))  # (Dim.AUTO sizes 0, 1: not the user's)
 
         deferred = prefer_deferred_runtime_asserts_over_guards
+        # (a re-export of Dim.AUTO dims found not taken before, in the same state: auto_seen)
+        seen = Seen(model, fn, args, kwargs, dynamic_shapes,
+                    (max_splits, deferred, preserve_module_call_signature))
 
         def whole() -> ExportedProgram:  # (Dim.AUTO sizes 0 and 1: auto_small.py)
             return split_auto_small(checked_below_two(every, deferred), lambda named: (
-                checked_below_two(functools.partial(every, named=named), deferred)))
+                checked_below_two(functools.partial(every, named=named), deferred)), seen)
 
         ep = whole()
         # (self.n += 1 in forward: the graph must not read it)
@@ -328,8 +332,9 @@ class Exporter:
         if ep.small_sides:  # (the next candidates, where a split at the first fails)
             ep.small_more = functools.partial(small_sides, self.env, contract, self.dyn)
         ep.auto_places = auto_places(self.dyn, contract)  # (auto_small.py)
-        ep.auto_relations = [] if problems else auto_relations(self.env, contract,
-                                                               ep.auto_places)
+        ep.auto_relations = [] if problems else None  # (found when first read: relations)
+        ep.auto_relations_of = functools.partial(auto_relations, self.env, contract,
+                                                 ep.auto_places)
         ep.relation_sides = [] if problems else relation_sides(
             self.env, contract, self.dyn)  # (any other relation: relation_splits.py)
         return ep

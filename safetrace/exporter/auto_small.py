@@ -91,6 +91,17 @@ def auto_relations(env: Any, contract: Contract, places: dict) -> list[tuple]:
     return out
 
 
+def relations(ep: ExportedProgram) -> list[tuple]:
+    """`ep`'s ``auto_relations``, found on first read (``auto_relations_of``: most exports
+    never read them, and a warm one remembered by ``auto_seen`` needs none)."""
+    found = getattr(ep, "auto_relations", ())
+    if found is None:
+        find = getattr(ep, "auto_relations_of", None)
+        found = ep.auto_relations = find() if find is not None else []
+        ep.auto_relations_of = None  # (what it held: the trace's env, a split's sides)
+    return found
+
+
 def auto_budget(named: dict[str, Dim] | None) -> int:
     """The splits the export with `named`'s Dims may make beyond ``max_splits``: 2 for each
     (its sizes 0 and 1 apart, in each side of the others': mra's batch 1 and length 1, six
@@ -98,36 +109,56 @@ def auto_budget(named: dict[str, Dim] | None) -> int:
     return 2 * len({d.name for d in (named or {}).values()})
 
 
-def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], ExportedProgram]
-                     ) -> ExportedProgram:
+def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], ExportedProgram],
+                     seen: Any = None) -> ExportedProgram:
     """`ep`, or the export again (``export_named({input dim: Dim})``) with each Dim.AUTO dim
     whose range or run-time condition leaves out a size below 2 eager computes at traced as
     a named Dim; where that export fails or still leaves out the Dim's lowest size (``x[0]``
     at 0 under ``if x.shape[0] > 1:``: a side eager raises on), again from one size up,
     while that is below `ep`'s range.  That program where it refuses fewer of those sizes
-    than `ep` (each Dim at 0 or 1, the other dims as in the example); else `ep`."""
+    than `ep` (each Dim at 0 or 1, the other dims as in the example); else `ep`.
+    (`seen`: an ``auto_seen.Seen``: where an earlier export in the same state returned
+    its first program, `ep` again with that export's refusals; where it returned the
+    export with some Dims, that export alone, with nothing else looked at.)"""
+    known = seen.get(ep) if seen is not None else None
+    if known is not None and known[0] == "named":
+        try:
+            return _exported(ep, known[1], export_named(known[1]))
+        except ExportError as why:  # (not as it was found: looked at again, below)
+            if str(getattr(why, "cause", "")).startswith(_INTERNAL):
+                raise
+            known = None
+    if known is not None:
+        if known[1]:
+            ep.auto_split_refusals = list(known[1])
+        return ep
     named, tops = _named(ep)
     refusals: list[str] = []
-    examples = {w: e for rel in getattr(ep, "auto_relations", ()) for _, w, e in rel}
+    examples = {w: e for rel in relations(ep) for _, w, e in rel}
     examples.update((w, e) for wheres, _, e in (getattr(ep, "auto_places", None) or {}).values()
                     for w in wheres)  # (and a named Dim's of a relation with them)
     best = ep
     if named:
-        out = _climb(ep, named, tops, export_named, refusals)
+        out, dims = _climb(ep, named, tops, export_named, refusals)
         if out is not None and _fewer(out, ep, named, examples):
             best = out
+            if seen is not None:
+                seen.put(ep, ("named", dims))
     if best is ep and refusals:
         ep.auto_split_refusals = refusals
+    if best is ep and seen is not None:
+        seen.put(ep, ("first", tuple(refusals)))
     return best
 
 
 def _climb(ep: ExportedProgram, named: dict[str, Dim], tops: dict[str, int],
            export_named: Callable[[dict], ExportedProgram], refusals: list[str]
-           ) -> ExportedProgram | None:
+           ) -> tuple[ExportedProgram | None, dict[str, Dim] | None]:
     """The export with `named`'s Dims, again from one size up for each Dim whose lowest size
     is still left out (while below its lower end in `ep`: `tops`); the last program
-    exported, None where none is (each refusal's line added to `refusals`)."""
-    best = None
+    exported and its Dims, None where none is (each refusal's line added to
+    `refusals`)."""
+    best = dims = None
     for _ in range(ASSUMED_MIN + 1):
         try:
             out = export_named(named)
@@ -137,11 +168,7 @@ def _climb(ep: ExportedProgram, named: dict[str, Dim], tops: dict[str, int],
             refusals.append(_refusal(named, why))
             out = None
         if out is not None:
-            labels = {d.name for d in named.values()}  # (an AUTO dim keeps no Dim name)
-            out.dim_names = {s: n for s, n in getattr(out, "dim_names", {}).items()
-                             if n not in labels}
-            _keep_origins(out, ep, named)
-            best = out
+            best, dims = _exported(ep, named, out), named
             short = {x.where for x in out.contract.symbols if x.where in named and x.backed
                      and (x.lo or 0) > named[x.where].min}
         else:
@@ -151,7 +178,18 @@ def _climb(ep: ExportedProgram, named: dict[str, Dim], tops: dict[str, int],
         if not up:
             break
         named = {w: up.get(d.name, d) for w, d in named.items()}
-    return best
+    return best, dims
+
+
+def _exported(ep: ExportedProgram, named: dict[str, Dim], out: ExportedProgram
+              ) -> ExportedProgram:
+    """`out`, the export with `named`'s Dims, as the program of `ep`'s export: its split
+    Dims keep no name (an AUTO dim has none), its bounds the lines behind them in `ep`."""
+    labels = {d.name for d in named.values()}
+    out.dim_names = {s: n for s, n in getattr(out, "dim_names", {}).items()
+                     if n not in labels}
+    _keep_origins(out, ep, named)
+    return out
 
 
 def _left_out(ep: ExportedProgram, named: dict[str, Dim], examples: dict[str, int],
@@ -232,6 +270,7 @@ def _named(ep: ExportedProgram) -> tuple[dict[str, Dim], dict[str, int]]:
     leaves out a size below 2 where eager computes, or that a condition of `ep`'s contract
     on its size alone refuses at 0 or 1 of its range; and {Dim name: the lower end of its
     range in `ep`}."""
+    rels = relations(ep)  # (first: a split program's sets its places with them)
     places = getattr(ep, "auto_places", None) or {}
     contract = ep.contract
     named_dims = getattr(ep, "dim_names", {})  # (a named Dim's sizes: splits.py's)
@@ -262,7 +301,7 @@ def _named(ep: ExportedProgram) -> tuple[dict[str, Dim], dict[str, int]]:
               for g in _tied(picked, free, contract)]
     groups += _through_equal(contract, free, {s for g in groups for s in g[0]})
     taken_wheres = {w for g in groups for w in g[0]}
-    for rel in getattr(ep, "auto_relations", ()):
+    for rel in rels:
         mine = [s for s, _, _ in rel if s in free]
         if any(set(free[s][0]) & taken_wheres for s in mine):
             continue  # (a size of it split above already: gpt2's `(s2*s3)//s0 >= 2`)

@@ -137,14 +137,8 @@ def refuting(env: Env, contract: Contract, cond: Any, named: list[str],
         values[name] = sorted(v for v in cands if lo <= v <= hi)
         if not values[name]:
             return  # (nothing of the range is left above the floor)
-    rnd = random.Random(0)
-    points = [dict(zip(names, combo)) for combo in itertools.islice(
-        itertools.product(*(values[n] for n in names)), 4096)]
-    for _ in range(512):
-        points.append({n: rnd.choice(values[n]) if rnd.random() < 0.3 else
-                       rnd.randint(values[n][0], values[n][-1]) for n in names})
     seen = set()
-    for point in points:
+    for point in _points(names, values):
         # (not only where the others hold: two conditions failing together would
         # otherwise hide each other)
         key = tuple(point.values())
@@ -156,6 +150,18 @@ def refuting(env: Env, contract: Contract, cond: Any, named: list[str],
                 yield point
         except (ArithmeticError, KeyError, ValueError, TypeError):
             continue
+
+
+def _points(names: list[str], values: dict[str, list[int]]) -> Iterator[dict]:
+    """`refuting`'s points in order, made as they are read (most readers stop at the
+    first that breaks the condition): each combination of `values` (at most 4096), then
+    512 pseudo-random ones (the same every run)."""
+    for combo in itertools.islice(itertools.product(*(values[n] for n in names)), 4096):
+        yield dict(zip(names, combo))
+    rnd = random.Random(0)
+    for _ in range(512):
+        yield {n: rnd.choice(values[n]) if rnd.random() < 0.3 else
+               rnd.randint(values[n][0], values[n][-1]) for n in names}
 
 
 def fails_in_eager(traced: Env, cond: Any, root: str, lo: int, hi: float) -> bool:

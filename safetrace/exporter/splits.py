@@ -20,6 +20,7 @@ the original refusal in place (nothing is ever narrowed silently).  At most
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import operator
 from typing import Any, Callable
@@ -27,6 +28,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.errors import DeclaredSpaceViolation, OpShapeError, too_many_splits
+from safetrace.exporter.auto_small import relations
 from safetrace.exporter.branches import (
     Side, Unsplittable, branch_graph, cond_outputs, env_of, extra_placeholders, input_nodes,
     output_vals, placeholders, point_subst, unified_constants,
@@ -369,12 +371,19 @@ def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> Export
                          state=dict(ref.ep._state), constants=consts, contract=contract)
     for attr in ("dim_names", "exported_training", "module_tree", "retrace"):
         setattr(ep, attr, getattr(ref.ep, attr))
-    relations = [r for s in sides for r in getattr(s.ep, "auto_relations", ())]
-    if relations:  # (a Dim.AUTO / DYNAMIC size related to a split Dim: auto_small.py's)
-        ep.auto_places = getattr(ref.ep, "auto_places", None)
-        ep.auto_relations = list(dict.fromkeys(relations))
+    ep.auto_relations = None  # (found when first read: auto_small.relations)
+    ep.auto_relations_of = functools.partial(_joined_relations, ep, ref.ep, sides)
     widen_unbacked(ep, [s.ep for s in sides])
     return ep
+
+
+def _joined_relations(ep: ExportedProgram, ref: ExportedProgram, sides: list) -> list:
+    """The sides' Dim.AUTO / DYNAMIC relations (a size related to a split Dim:
+    auto_small.py's), and the places of `ref` on `ep` where there are any."""
+    found = list(dict.fromkeys(r for s in sides for r in relations(s.ep)))
+    if found:
+        ep.auto_places = getattr(ref, "auto_places", None)
+    return found
 
 
 def _region_pred(region: dict, syms: dict, hull: dict) -> Expr:
