@@ -17,7 +17,13 @@ before each such node (``guard``), made by each load and never saved (``saving.p
 * ``embedding_bag`` (and ``_embedding_bag``) reads ``indices`` between consecutive
   ``offsets`` and checks only the first and the last: ``[0, -10**9]`` crashes the process,
   ``[0, -5]`` reads memory before ``indices`` (with ``include_last_offset``, silently).
-  The offsets must be non-decreasing, within ``[0, len(indices)]``.
+  The offsets must be non-decreasing, within ``[0, len(indices)]``;
+* the upsample kernels given both an output size and a scale (the ``.default``
+  overloads: ``upsample_nearest2d(x, [9, 11], 1e-30, 1e-30)``) map each output index to
+  ``index / scale`` in the input and cast that to an int64 before clamping it to the
+  input: a tiny scale overflows the cast, and on a uint8 tensor the read lands ~2**63
+  bytes away (the process crashed, session 34; float tensors read element 0 by
+  accident).  Each positive scale must keep ``output size / scale`` below ``2**52``.
 
 Checked in a subprocess and found checked by torch itself (session 25, torch 2.11):
 indices, targets, pivots and sorters out of range in embedding, embedding_renorm_,
@@ -29,7 +35,7 @@ multi_margin_loss, multilabel_margin_loss, one_hot, bincount, searchsorted and b
 linalg_ldl_solve, repeat_interleave (output_size, negative repeats), ctc_loss's lengths,
 narrow.Tensor, split_with_sizes (unsafe, copy), tensor_split, fractional_max_pool2d/3d
 (samples outside [0, 1) are clamped), grid_sampler 2d/3d and the upsample kernels (NaN,
-infinite, huge coordinates and scales), col2im/im2col, unfold, pads.
+infinite, huge coordinates and scales of float tensors), col2im/im2col, unfold, pads.
 
 A check that fails raises a ``RuntimeAssertionError`` naming the node before it runs.
 """
@@ -60,6 +66,15 @@ GUARDED: dict = {
     aten.ctc_loss.Tensor: ("ctc", ("log_probs", "targets", "input_lengths",
                                    "target_lengths")),
 }
+_SCALES = {1: ("scales",), 2: ("scales_h", "scales_w"), 3: ("scales_d", "scales_h", "scales_w")}
+for _op, _dims in (("upsample_nearest1d", 1), ("upsample_nearest2d", 2),
+                   ("upsample_nearest3d", 3), ("_upsample_nearest_exact1d", 1),
+                   ("_upsample_nearest_exact2d", 2), ("_upsample_nearest_exact3d", 3),
+                   ("upsample_linear1d", 1), ("upsample_bilinear2d", 2),
+                   ("upsample_bicubic2d", 2), ("_upsample_bilinear2d_aa", 2),
+                   ("_upsample_bicubic2d_aa", 2), ("upsample_trilinear3d", 3)):
+    GUARDED[getattr(aten, _op).default] = ("scales", ("output_size", *_SCALES[_dims]))
+SCALE_REACH = 2 ** 52  # (an int64 cast of an index up to it is exact and in range)
 
 
 def _span(offset: int, size: Any, stride: Any) -> tuple[int, int] | None:
@@ -126,7 +141,22 @@ def _bags(node: str, indices: Any, offsets: Any) -> None:
                               "kernel reads between them unchecked)")
 
 
-_KINDS = {"view": _view, "ctc": _ctc, "bags": _bags,
+def _scales(node: str, output_size: Any, *scales: Any) -> None:
+    try:
+        sizes = [int(n) for n in output_size]
+    except (TypeError, ValueError):
+        return  # (the kernel's own checks refuse these)
+    for n, s in zip(sizes, scales):
+        if s is None or isinstance(s, bool) or not isinstance(s, (int, float)):
+            continue
+        s = float(s)
+        if s > 0 and n > 0 and not n / s < SCALE_REACH:  # (the kernels ignore s <= 0, NaN)
+            raise operand_refused(node, "aten.upsample_*", f"a scale of {s!r} for an output "
+                                  f"size of {n} (its kernel casts index / scale, up to "
+                                  f"{n / s:.3g}, to an int64 unchecked: keep it below 2**52)")
+
+
+_KINDS = {"view": _view, "ctc": _ctc, "bags": _bags, "scales": _scales,
           "scatter": functools.partial(_view, target="aten.as_strided_scatter")}
 
 
@@ -154,6 +184,8 @@ def guard(graph: torch.fx.Graph) -> None:
         kind, names = entry
         given = {**dict(zip([a.name for a in node.target._schema.arguments], node.args)),
                  **node.kwargs}
+        if kind == "scales" and all(given.get(n) is None for n in names[1:]):
+            continue  # (no scale: the kernel divides the sizes, i / o)
         with graph.inserting_before(node):
             guard_node = graph.call_function(check, (kind, node.name,
                                                      *(given.get(n) for n in names)))
