@@ -1,0 +1,66 @@
+"""Upsample kernels called with an output size and a hostile scale (session 34).
+
+Used by ``benchmarks/hostile_probe.py`` (class ``scales``): after a main-graph tensor
+(a placeholder or a call's value), a file adds ``x.to(uint8 | float32).reshape(1, 1, -1)``
+and an upsample ``.default`` overload over it with an output size and a scale of its own
+choosing (``upsample_nearest1d(v, [9], 1e-30)``).  The kernels map output index ``i`` to
+``i / scale`` and cast that to an int64 unchecked: a tiny scale overflowed the cast, and on
+a uint8 tensor the read landed ~2**63 bytes away (the worker crashed before session 34's
+check in serialize/operand_checks.py).  The added nodes carry no recorded value (a file
+writer's edit); their result is unused, and still runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import struct
+
+KEY = "safetrace.program"
+KINDS = ("scales",)
+OPS = ("upsample_nearest1d", "_upsample_nearest_exact1d", "upsample_linear1d")
+SCALES = (1e-30, 1e-300, 5e-324, 1e-19, 1e-15, 2.0 ** -52, 1e-6, 0.5, 2.0, -1.0,
+          float("nan"), float("inf"))
+
+
+def _parts(blob: bytes) -> tuple[dict, dict, bytes]:
+    (n,) = struct.unpack("<Q", blob[:8])
+    head = json.loads(blob[8:8 + n])
+    return head, json.loads(head["__metadata__"][KEY]), blob[8 + n:]
+
+
+def _join(head: dict, doc: dict, data: bytes) -> bytes:
+    head["__metadata__"][KEY] = json.dumps(doc)
+    text = json.dumps(head).encode()
+    text += b" " * (-(len(text) + 8) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def _call(name: str, target: str, *args: object) -> dict:
+    return {"name": name, "op": "call_function", "target": f"torch.ops.aten.{target}",
+            "args": list(args)}
+
+
+def variants(blob: bytes, rng: random.Random, count: int, kind: str = "scales"
+             ) -> list[tuple[str, bytes]]:
+    head, doc, data = _parts(blob)
+    tensors = [n["name"] for n in doc["nodes"] if n["op"] in ("placeholder", "call_function")
+               and "tensor" in ((n.get("meta") or {}).get("val") or {})]
+    out = []
+    for i in range(count if tensors else 0):
+        d = copy.deepcopy(doc)
+        src, op = rng.choice(tensors), rng.choice(OPS)
+        dtype, size, scale = rng.choice(("uint8", "float32")), rng.choice((1, 3, 9, 17)), \
+            rng.choice(SCALES)
+        p = f"hs{i}_"
+        corners = [rng.random() < 0.5] if "linear" in op else []
+        added = [_call(f"{p}to", "to.dtype", {"node": src}, {"dtype": dtype}),
+                 _call(f"{p}flat", "reshape.default", {"node": f"{p}to"}, {"list": [1, 1, -1]}),
+                 _call(f"{p}up", f"{op}.default", {"node": f"{p}flat"}, {"list": [size]},
+                       *corners, {"float": repr(scale)})]
+        at = next(j for j, n in enumerate(d["nodes"]) if n["op"] == "output")
+        d["nodes"][at:at] = added
+        out.append((f"scales:{op}({dtype},[{size}],{scale!r})@{src}",
+                    _join(copy.deepcopy(head), d, data)))
+    return out
