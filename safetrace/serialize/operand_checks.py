@@ -18,6 +18,11 @@ before each such node (``guard``), made by each load and never saved (``saving.p
   ``offsets`` and checks only the first and the last: ``[0, -10**9]`` crashes the process,
   ``[0, -5]`` reads memory before ``indices`` (with ``include_last_offset``, silently).
   The offsets must be non-decreasing, within ``[0, len(indices)]``;
+* ``_weight_norm(v, g, dim)`` with ``dim`` 0 or ``v``'s last (its fused kernel) reads
+  ``g`` and writes its norms (a tensor of ``g``'s shape) at ``v.size(dim)`` elements
+  unchecked: a ``g`` of one element for a ``[300, 4]`` ``v`` corrupted the heap
+  (``malloc_consolidate(): invalid chunk size``, session 34).  ``g`` must hold
+  ``v.size(dim)`` elements there;
 * the upsample kernels given both an output size and a scale (the ``.default``
   overloads: ``upsample_nearest2d(x, [9, 11], 1e-30, 1e-30)``) map each output index to
   ``index / scale`` in the input and cast that to an int64 before clamping it to the
@@ -47,6 +52,7 @@ from typing import Any
 
 import torch
 
+from safetrace.errors import RuntimeAssertionError
 from safetrace.errors.load import operand_refused, view_outside
 from safetrace.trace.current import active_tracer
 from safetrace.trace.graph import run_time_check
@@ -74,6 +80,7 @@ for _op, _dims in (("upsample_nearest1d", 1), ("upsample_nearest2d", 2),
                    ("upsample_bicubic2d", 2), ("_upsample_bilinear2d_aa", 2),
                    ("_upsample_bicubic2d_aa", 2), ("upsample_trilinear3d", 3)):
     GUARDED[getattr(aten, _op).default] = ("scales", ("output_size", *_SCALES[_dims]))
+GUARDED[aten._weight_norm.default] = ("norms", ("v", "g", "dim"))
 SCALE_REACH = 2 ** 52  # (an int64 cast of an index up to it is exact and in range)
 
 
@@ -141,6 +148,31 @@ def _bags(node: str, indices: Any, offsets: Any) -> None:
                               "kernel reads between them unchecked)")
 
 
+def _norms(node: str, v: Any, g: Any, dim: Any = 0) -> None:
+    dim = 0 if dim is None else dim  # (the schema's default)
+    if not isinstance(v, torch.Tensor) or not isinstance(g, torch.Tensor) or \
+            not isinstance(dim, int) or isinstance(dim, bool) or v.dim() == 0:
+        return  # (the kernel's own checks refuse these)
+    if dim in (0, v.dim() - 1) and g.numel() != v.shape[dim]:
+        raise operand_refused(node, "aten._weight_norm", f"g of shape {list(g.shape)} for v of "
+                              f"shape {list(v.shape)} at dim {dim} (its fused kernel reads g "
+                              f"and writes its norms at {v.shape[dim]} elements unchecked)")
+
+
+def _norms_fit(v: Any, g: Any, dim: Any) -> bool:
+    """Whether ``_weight_norm``'s operands' evaluated shapes (the load's, ``meta["val"]``)
+    are static and fit at every call (a weight-normed layer's parameters)."""
+    shapes = [getattr(getattr(a, "meta", {}).get("val"), "shape", None) for a in (v, g)]
+    if any(sh is None or not all(type(n) is int for n in sh) for sh in shapes):
+        return False
+    try:
+        _norms("", torch.empty(shapes[0], device="meta"), torch.empty(shapes[1], device="meta"),
+               dim)
+    except RuntimeAssertionError:
+        return False
+    return True
+
+
 def _scales(node: str, output_size: Any, *scales: Any) -> None:
     try:
         sizes = [int(n) for n in output_size]
@@ -156,7 +188,7 @@ def _scales(node: str, output_size: Any, *scales: Any) -> None:
                                   f"{n / s:.3g}, to an int64 unchecked: keep it below 2**52)")
 
 
-_KINDS = {"view": _view, "ctc": _ctc, "bags": _bags, "scales": _scales,
+_KINDS = {"view": _view, "ctc": _ctc, "bags": _bags, "scales": _scales, "norms": _norms,
           "scatter": functools.partial(_view, target="aten.as_strided_scatter")}
 
 
@@ -186,6 +218,8 @@ def guard(graph: torch.fx.Graph) -> None:
                  **node.kwargs}
         if kind == "scales" and all(given.get(n) is None for n in names[1:]):
             continue  # (no scale: the kernel divides the sizes, i / o)
+        if kind == "norms" and _norms_fit(given.get("v"), given.get("g"), given.get("dim")):
+            continue  # (static shapes that fit: every call's, the check is never needed)
         with graph.inserting_before(node):
             guard_node = graph.call_function(check, (kind, node.name,
                                                      *(given.get(n) for n in names)))
