@@ -173,6 +173,20 @@ def _norms_fit(v: Any, g: Any, dim: Any) -> bool:
     return True
 
 
+def _scales_fit(output_size: Any, *scales: Any) -> bool:
+    if all(s is None for s in scales):
+        return True  # (no scale: the kernel divides the sizes, i / o)
+    if not isinstance(output_size, (list, tuple)) or \
+            any(type(n) is not int for n in output_size) or \
+            any(s is not None and type(s) not in (int, float) for s in scales):
+        return False
+    try:
+        _scales("", output_size, *scales)
+    except RuntimeAssertionError:
+        return False
+    return True
+
+
 def _scales(node: str, output_size: Any, *scales: Any) -> None:
     try:
         sizes = [int(n) for n in output_size]
@@ -216,8 +230,8 @@ def guard(graph: torch.fx.Graph) -> None:
         kind, names = entry
         given = {**dict(zip([a.name for a in node.target._schema.arguments], node.args)),
                  **node.kwargs}
-        if kind == "scales" and all(given.get(n) is None for n in names[1:]):
-            continue  # (no scale: the kernel divides the sizes, i / o)
+        if kind == "scales" and _scales_fit(*(given.get(n) for n in names)):
+            continue  # (no scale, or constant sizes and scales that fit: never needed)
         if kind == "norms" and _norms_fit(given.get("v"), given.get("g"), given.get("dim")):
             continue  # (static shapes that fit: every call's, the check is never needed)
         with graph.inserting_before(node):
