@@ -32,8 +32,8 @@ references to later nodes and pytree specs (``literals``, ``exprs``, ``targets``
 ``refs``, ``specs``: benchmarks/hostile_syntax.py, session 32), stored tensors with
 0-size and huge dims, byte counts past int64, subgraphs reaching the main graph's state
 (``zerodims``, ``overflow``, ``parent``: benchmarks/hostile_state.py, session 33), upsample
-kernels given an output size and a hostile scale (``scales``: benchmarks/hostile_scales.py,
-session 34), and sizes read from data
+kernels given an output size and a hostile scale, ``_weight_norm`` given a ``g`` that does
+not fit (``scales``, ``wnorm``: benchmarks/hostile_scales.py, session 34), and sizes read from data
 recorded as other such sizes (``reads``: a clamped
 ``min(u0, 5)`` written ``u0``, symbols swapped, numbers shifted, assertions removed,
 ranges narrowed: benchmarks/hostile_reads.py over four more bases, session 31); every
@@ -806,7 +806,7 @@ def main() -> int:
                     help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel,text,"
                          "alias,names,ops,ranges,views,operands,records,offsets,order,"
                          "counts,depth,dups,unicode,recmeta,lists,afterload,reads,"
-                         "literals,exprs,targets,refs,specs,zerodims,overflow,parent,scales)")
+                         "literals,exprs,targets,refs,specs,zerodims,overflow,parent,scales,wnorm)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import hostile_extra
@@ -847,7 +847,8 @@ def main() -> int:
                     n // 4) for kind in hostile_syntax.KINDS]
         makers += [(kind, lambda b, r, c, kind=kind: hostile_state.variants(b, r, c, kind),
                     n // 4) for kind in hostile_state.KINDS]
-        makers.append(("scales", lambda b, r, c: hostile_scales.variants(b, r, c), n // 4))
+        makers += [(kind, lambda b, r, c, kind=kind: hostile_scales.variants(b, r, c, kind),
+                    n // 4) for kind in hostile_scales.KINDS]
         makers.append(("reads", lambda b, r, c: hostile_reads.variants(b, r, c), n // 2))
         makers.append(("afterload", lambda b, r, c: [
             (f"afterload:{r.choice(AFTER_LOAD)}", b) for _ in range(c)], n // 4))

@@ -1,13 +1,18 @@
-"""Upsample kernels called with an output size and a hostile scale (session 34).
+"""Upsample kernels called with an output size and a hostile scale, ``_weight_norm`` with a
+hostile ``g`` (session 34).
 
-Used by ``benchmarks/hostile_probe.py`` (class ``scales``): after a main-graph tensor
+Used by ``benchmarks/hostile_probe.py`` (classes ``scales``, ``wnorm``).  ``scales``: after a main-graph tensor
 (a placeholder or a call's value), a file adds ``x.to(uint8 | float32).reshape(1, 1, -1)``
 and an upsample ``.default`` overload over it with an output size and a scale of its own
 choosing (``upsample_nearest1d(v, [9], 1e-30)``).  The kernels map output index ``i`` to
 ``i / scale`` and cast that to an int64 unchecked: a tiny scale overflowed the cast, and on
 a uint8 tensor the read landed ~2**63 bytes away (the worker crashed before session 34's
 check in serialize/operand_checks.py).  The added nodes carry no recorded value (a file
-writer's edit); their result is unused, and still runs.
+writer's edit); their result is unused, and still runs.  ``wnorm``: after a main-graph
+tensor, ``x.to(float32).reshape(a, -1)`` (``a`` 1 or 2) and ``_weight_norm`` of it with a
+``g`` of ones of 1, 2 or 7 elements (or ``[1, 1]``) at dim 0, 1 or -1: the fused kernel
+(dim 0 or the last) reads ``g`` and writes norms of ``g``'s shape at ``v.size(dim)``
+elements unchecked (heap corruption before session 34's check).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import random
 import struct
 
 KEY = "safetrace.program"
-KINDS = ("scales",)
+KINDS = ("scales", "wnorm")
 OPS = ("upsample_nearest1d", "_upsample_nearest_exact1d", "upsample_linear1d")
 SCALES = (1e-30, 1e-300, 5e-324, 1e-19, 1e-15, 2.0 ** -52, 1e-6, 0.5, 2.0, -1.0,
           float("nan"), float("inf"))
@@ -50,6 +55,21 @@ def variants(blob: bytes, rng: random.Random, count: int, kind: str = "scales"
     out = []
     for i in range(count if tensors else 0):
         d = copy.deepcopy(doc)
+        if kind == "wnorm":
+            src, rows = rng.choice(tensors), rng.choice((1, 2))
+            g, dim = rng.choice(([1], [2], [7], [1, 1])), rng.choice((0, 1, -1))
+            p = f"hw{i}_"
+            added = [_call(f"{p}to", "to.dtype", {"node": src}, {"dtype": "float32"}),
+                     _call(f"{p}v", "reshape.default", {"node": f"{p}to"},
+                           {"list": [rows, -1]}),
+                     _call(f"{p}g", "new_ones.default", {"node": f"{p}v"}, {"list": g}),
+                     _call(f"{p}wn", "_weight_norm.default", {"node": f"{p}v"},
+                           {"node": f"{p}g"}, dim)]
+            at = next(j for j, n in enumerate(d["nodes"]) if n["op"] == "output")
+            d["nodes"][at:at] = added
+            out.append((f"wnorm:_weight_norm([{rows},-1],{g},{dim})@{src}",
+                        _join(copy.deepcopy(head), d, data)))
+            continue
         src, op = rng.choice(tensors), rng.choice(OPS)
         dtype, size, scale = rng.choice(("uint8", "float32")), rng.choice((1, 3, 9, 17)), \
             rng.choice(SCALES)
