@@ -29,6 +29,11 @@ before each such node (``guard``), made by each load and never saved (``saving.p
   input: a tiny scale overflows the cast, and on a uint8 tensor the read lands ~2**63
   bytes away (the process crashed, session 34; float tensors read element 0 by
   accident).  Each positive scale must keep ``output size / scale`` below ``2**52``.
+  The anti-aliased kernels (``_upsample_bilinear2d_aa``, ``_upsample_bicubic2d_aa``) also
+  size their window by ``1 / scale``: a scale of ``1e-7`` for a ``5 x 7`` uint8 image
+  made the kernel allocate 3-6 GiB (float32: minutes of work); their ``output size /
+  scale`` must stay within ``4 * (input size + output size)`` (an exported
+  ``F.interpolate(..., antialias=True)`` records ``.vec``, whose scales make the sizes);
 
 Checked in a subprocess and found checked by torch itself (session 25, torch 2.11):
 indices, targets, pivots and sorters out of range in embedding, embedding_renorm_,
@@ -80,8 +85,11 @@ for _op, _dims in (("upsample_nearest1d", 1), ("upsample_nearest2d", 2),
                    ("upsample_bicubic2d", 2), ("_upsample_bilinear2d_aa", 2),
                    ("_upsample_bicubic2d_aa", 2), ("upsample_trilinear3d", 3)):
     GUARDED[getattr(aten, _op).default] = ("scales", ("output_size", *_SCALES[_dims]))
+for _op in ("_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa"):  # (window: 1 / scale)
+    GUARDED[getattr(aten, _op).default] = ("window", ("self", "output_size", *_SCALES[2]))
 GUARDED[aten._weight_norm.default] = ("norms", ("v", "g", "dim"))
 SCALE_REACH = 2 ** 52  # (an int64 cast of an index up to it is exact and in range)
+WINDOW_REACH = 4  # (a scale of output / input gives output / scale = input)
 
 
 def _span(offset: int, size: Any, stride: Any) -> tuple[int, int] | None:
@@ -202,7 +210,26 @@ def _scales(node: str, output_size: Any, *scales: Any) -> None:
                                   f"{n / s:.3g}, to an int64 unchecked: keep it below 2**52)")
 
 
+def _window(node: str, x: Any, output_size: Any, *scales: Any) -> None:
+    _scales(node, output_size, *scales)
+    try:
+        sizes = [int(n) for n in output_size]
+    except (TypeError, ValueError):
+        return  # (the kernel's own checks refuse these)
+    if not isinstance(x, torch.Tensor) or x.dim() < len(scales):
+        return
+    for i, n, s in zip(x.shape[x.dim() - len(scales):], sizes, scales):
+        if type(s) in (int, float) and s > 0 and n > 0 and n / s > WINDOW_REACH * (i + n):
+            raise operand_refused(node, "aten._upsample_*_aa", f"a scale of {s!r} for an "
+                                  f"output size of {n} from {i} (its anti-aliasing window "
+                                  f"spans 1 / scale input elements, {1 / s:.3g}: its kernel "
+                                  "allocates and reads that much for each output element; "
+                                  f"keep output size / scale within {WINDOW_REACH} * (input "
+                                  "size + output size))")
+
+
 _KINDS = {"view": _view, "ctc": _ctc, "bags": _bags, "scales": _scales, "norms": _norms,
+          "window": _window,
           "scatter": functools.partial(_view, target="aten.as_strided_scatter")}
 
 
@@ -230,6 +257,8 @@ def guard(graph: torch.fx.Graph) -> None:
         kind, names = entry
         given = {**dict(zip([a.name for a in node.target._schema.arguments], node.args)),
                  **node.kwargs}
+        if kind == "window" and all(given.get(n) is None for n in names[2:]):
+            continue  # (no scale: the kernel divides the sizes, i / o)
         if kind == "scales" and _scales_fit(*(given.get(n) for n in names)):
             continue  # (no scale, or constant sizes and scales that fit: never needed)
         if kind == "norms" and _norms_fit(given.get("v"), given.get("g"), given.get("dim")):

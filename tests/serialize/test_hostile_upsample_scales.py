@@ -94,3 +94,20 @@ def test_exported_interpolate_round_trips_at_other_sizes():
         assert torch.equal(ep.module()(x), Up()(x))
     with pytest.raises(InputMismatchError):
         ep.module()(torch.zeros(9, 3, 5, 7, dtype=torch.uint8))
+
+
+@pytest.mark.parametrize("target", ["_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa"])
+def test_anti_aliased_window_of_a_small_scale_is_refused_at_call(target):
+    # (1e-7: the kernel allocated 3-6 GiB for this 5 x 7 uint8 image, or worked for
+    # minutes on float32; far below 2**52.  1e-5 here: it runs in a second unchecked)
+    ep = st.load(io.BytesIO(_edited(torch.float32, target, [9, 11], [1e-5, 1e-5])))
+    with pytest.raises(RuntimeAssertionError, match=r"anti-aliasing window"):
+        ep.module()(torch.randn(1, 3, 5, 7))
+
+
+def test_anti_aliased_scales_of_the_sizes_run_as_eager():
+    scales = [9 / 5, 11 / 7]
+    ep = st.load(io.BytesIO(_edited(torch.float32, "_upsample_bicubic2d_aa", [9, 11], scales)))
+    x = torch.randn(1, 3, 5, 7)
+    want = torch.ops.aten._upsample_bicubic2d_aa(x, [9, 11], False, *scales)
+    torch.testing.assert_close(ep.module()(x), want)
