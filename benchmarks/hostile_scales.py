@@ -1,18 +1,20 @@
 """Upsample kernels called with an output size and a hostile scale, ``_weight_norm`` with a
 hostile ``g`` (session 34).
 
-Used by ``benchmarks/hostile_probe.py`` (classes ``scales``, ``wnorm``).  ``scales``: after a main-graph tensor
-(a placeholder or a call's value), a file adds ``x.to(uint8 | float32).reshape(1, 1, -1)``
-and an upsample ``.default`` overload over it with an output size and a scale of its own
-choosing (``upsample_nearest1d(v, [9], 1e-30)``).  The kernels map output index ``i`` to
-``i / scale`` and cast that to an int64 unchecked: a tiny scale overflowed the cast, and on
-a uint8 tensor the read landed ~2**63 bytes away (the worker crashed before session 34's
-check in serialize/operand_checks.py).  The added nodes carry no recorded value (a file
-writer's edit); their result is unused, and still runs.  ``wnorm``: after a main-graph
-tensor, ``x.to(float32).reshape(a, -1)`` (``a`` 1 or 2) and ``_weight_norm`` of it with a
-``g`` of ones of 1, 2 or 7 elements (or ``[1, 1]``) at dim 0, 1 or -1: the fused kernel
-(dim 0 or the last) reads ``g`` and writes norms of ``g``'s shape at ``v.size(dim)``
-elements unchecked (heap corruption before session 34's check).
+Used by ``benchmarks/hostile_probe.py`` (classes ``scales``, ``wnorm``).  ``scales``:
+after a main-graph tensor (a placeholder or a call's value), a file adds
+``x.to(uint8 | float32).reshape(1, 1, -1)`` and an upsample ``.default`` overload over it
+with an output size and a scale of its own choosing (``upsample_nearest1d(v, [9],
+1e-30)``; the anti-aliased 2-d kernels over ``[1, 1, 1, n]``).  The kernels map output
+index ``i`` to ``i / scale`` and cast that to an int64 unchecked (the anti-aliased ones
+size a window by ``1 / scale``): a tiny scale overflowed the cast, and on a uint8 tensor
+the read landed ~2**63 bytes away (the worker crashed before session 34's check in
+serialize/operand_checks.py).  The added nodes carry no recorded value (a file writer's
+edit); their result is unused, and still runs.  ``wnorm``: after a main-graph tensor,
+``x.to(float32).reshape(a, -1)`` (``a`` 1 or 2) and ``_weight_norm`` of it with a ``g``
+of ones of 1, 2 or 7 elements (or ``[1, 1]``) at dim 0, 1 or -1: the fused kernel (dim 0
+or the last) reads ``g`` and writes norms of ``g``'s shape at ``v.size(dim)`` elements
+unchecked (heap corruption before session 34's check).
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ import struct
 
 KEY = "safetrace.program"
 KINDS = ("scales", "wnorm")
-OPS = ("upsample_nearest1d", "_upsample_nearest_exact1d", "upsample_linear1d")
-SCALES = (1e-30, 1e-300, 5e-324, 1e-19, 1e-15, 2.0 ** -52, 1e-6, 0.5, 2.0, -1.0,
+OPS = ("upsample_nearest1d", "_upsample_nearest_exact1d", "upsample_linear1d",
+       "_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa")  # (the 2-d ones over [1, n])
+SCALES = (1e-30, 1e-300, 5e-324, 1e-19, 1e-15, 2.0 ** -52, 1e-6, 1e-7, 0.5, 2.0, -1.0,
           float("nan"), float("inf"))
 
 
@@ -74,11 +77,14 @@ def variants(blob: bytes, rng: random.Random, count: int, kind: str = "scales"
         dtype, size, scale = rng.choice(("uint8", "float32")), rng.choice((1, 3, 9, 17)), \
             rng.choice(SCALES)
         p = f"hs{i}_"
-        corners = [rng.random() < 0.5] if "linear" in op else []
+        corners = [rng.random() < 0.5] if "linear" in op or "cubic" in op else []
+        two = op.endswith("2d_aa")
         added = [_call(f"{p}to", "to.dtype", {"node": src}, {"dtype": dtype}),
-                 _call(f"{p}flat", "reshape.default", {"node": f"{p}to"}, {"list": [1, 1, -1]}),
-                 _call(f"{p}up", f"{op}.default", {"node": f"{p}flat"}, {"list": [size]},
-                       *corners, {"float": repr(scale)})]
+                 _call(f"{p}flat", "reshape.default", {"node": f"{p}to"},
+                       {"list": [1, 1, 1, -1] if two else [1, 1, -1]}),
+                 _call(f"{p}up", f"{op}.default", {"node": f"{p}flat"},
+                       {"list": [1, size] if two else [size]}, *corners,
+                       *([None] if two else []), {"float": repr(scale)})]
         at = next(j for j, n in enumerate(d["nodes"]) if n["op"] == "output")
         d["nodes"][at:at] = added
         out.append((f"scales:{op}({dtype},[{size}],{scale!r})@{src}",
