@@ -23,6 +23,9 @@ before each such node (``guard``), made by each load and never saved (``saving.p
   unchecked: a ``g`` of one element for a ``[300, 4]`` ``v`` corrupted the heap
   (``malloc_consolidate(): invalid chunk size``, session 34).  ``g`` must hold
   ``v.size(dim)`` elements there;
+* ``grid_sampler`` (2d, 3d) given an ``interpolation_mode`` or ``padding_mode`` other than
+  0, 1 or 2 writes no output and returns its fresh allocation: whatever the heap held
+  (``1e+18``, ``4.6e-41``: session 34).  The modes must be 0, 1 or 2;
 * the upsample kernels given both an output size and a scale (the ``.default``
   overloads: ``upsample_nearest2d(x, [9, 11], 1e-30, 1e-30)``) map each output index to
   ``index / scale`` in the input and cast that to an int64 before clamping it to the
@@ -88,6 +91,9 @@ for _op, _dims in (("upsample_nearest1d", 1), ("upsample_nearest2d", 2),
 for _op in ("_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa"):  # (window: 1 / scale)
     GUARDED[getattr(aten, _op).default] = ("window", ("self", "output_size", *_SCALES[2]))
 GUARDED[aten._weight_norm.default] = ("norms", ("v", "g", "dim"))
+for _op in (aten.grid_sampler.default, aten.grid_sampler_2d.default,
+            aten.grid_sampler_3d.default):
+    GUARDED[_op] = ("modes", ("interpolation_mode", "padding_mode"))
 SCALE_REACH = 2 ** 52  # (an int64 cast of an index up to it is exact and in range)
 WINDOW_REACH = 4  # (a scale of output / input gives output / scale = input)
 
@@ -210,6 +216,14 @@ def _scales(node: str, output_size: Any, *scales: Any) -> None:
                                   f"{n / s:.3g}, to an int64 unchecked: keep it below 2**52)")
 
 
+def _modes(node: str, interpolation: Any, padding: Any) -> None:
+    for what, mode in (("interpolation_mode", interpolation), ("padding_mode", padding)):
+        if type(mode) is not int or mode not in (0, 1, 2):
+            raise operand_refused(node, "aten.grid_sampler", f"{what}={mode!r}, not 0, 1 or 2 "
+                                  "(its kernel writes no output for another and returns the "
+                                  "memory it was given: uninitialized)")
+
+
 def _window(node: str, x: Any, output_size: Any, *scales: Any) -> None:
     _scales(node, output_size, *scales)
     try:
@@ -229,7 +243,7 @@ def _window(node: str, x: Any, output_size: Any, *scales: Any) -> None:
 
 
 _KINDS = {"view": _view, "ctc": _ctc, "bags": _bags, "scales": _scales, "norms": _norms,
-          "window": _window,
+          "window": _window, "modes": _modes,
           "scatter": functools.partial(_view, target="aten.as_strided_scatter")}
 
 
@@ -257,6 +271,9 @@ def guard(graph: torch.fx.Graph) -> None:
         kind, names = entry
         given = {**dict(zip([a.name for a in node.target._schema.arguments], node.args)),
                  **node.kwargs}
+        if kind == "modes" and all(type(given.get(n)) is int and given.get(n) in (0, 1, 2)
+                                   for n in names):
+            continue  # (constant modes the kernel knows: never needed)
         if kind == "window" and all(given.get(n) is None for n in names[2:]):
             continue  # (no scale: the kernel divides the sizes, i / o)
         if kind == "scales" and _scales_fit(*(given.get(n) for n in names)):
