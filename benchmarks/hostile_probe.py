@@ -33,7 +33,8 @@ references to later nodes and pytree specs (``literals``, ``exprs``, ``targets``
 0-size and huge dims, byte counts past int64, subgraphs reaching the main graph's state
 (``zerodims``, ``overflow``, ``parent``: benchmarks/hostile_state.py, session 33), upsample
 kernels given an output size and a hostile scale, ``_weight_norm`` given a ``g`` that does
-not fit (``scales``, ``wnorm``: benchmarks/hostile_scales.py, session 34), and sizes read from data
+not fit, ``grid_sampler`` given modes it does not know (``scales``, ``wnorm``, ``modes``:
+benchmarks/hostile_scales.py, session 34), and sizes read from data
 recorded as other such sizes (``reads``: a clamped
 ``min(u0, 5)`` written ``u0``, symbols swapped, numbers shifted, assertions removed,
 ranges narrowed: benchmarks/hostile_reads.py over four more bases, session 31); every
@@ -806,7 +807,8 @@ def main() -> int:
                     help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel,text,"
                          "alias,names,ops,ranges,views,operands,records,offsets,order,"
                          "counts,depth,dups,unicode,recmeta,lists,afterload,reads,"
-                         "literals,exprs,targets,refs,specs,zerodims,overflow,parent,scales,wnorm)")
+                         "literals,exprs,targets,refs,specs,zerodims,overflow,parent,scales,wnorm,"
+                         "modes)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import hostile_extra

@@ -14,7 +14,11 @@ edit); their result is unused, and still runs.  ``wnorm``: after a main-graph te
 ``x.to(float32).reshape(a, -1)`` (``a`` 1 or 2) and ``_weight_norm`` of it with a ``g``
 of ones of 1, 2 or 7 elements (or ``[1, 1]``) at dim 0, 1 or -1: the fused kernel (dim 0
 or the last) reads ``g`` and writes norms of ``g``'s shape at ``v.size(dim)`` elements
-unchecked (heap corruption before session 34's check).
+unchecked (heap corruption before session 34's check).  ``modes``: after a main-graph
+tensor, ``x.to(float32).reshape(1, 1, 1, -1)`` and ``grid_sampler_2d`` (or
+``grid_sampler``) of it over a zero grid with an interpolation and a padding mode from
+-1, 0, 1, 2, 3, 9: the kernel writes nothing for a mode it does not know (the program
+returned uninitialized memory before session 34's check).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import random
 import struct
 
 KEY = "safetrace.program"
-KINDS = ("scales", "wnorm")
+KINDS = ("scales", "wnorm", "modes")
 OPS = ("upsample_nearest1d", "_upsample_nearest_exact1d", "upsample_linear1d",
        "_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa")  # (the 2-d ones over [1, n])
 SCALES = (1e-30, 1e-300, 5e-324, 1e-19, 1e-15, 2.0 ** -52, 1e-6, 1e-7, 0.5, 2.0, -1.0,
@@ -58,6 +62,21 @@ def variants(blob: bytes, rng: random.Random, count: int, kind: str = "scales"
     out = []
     for i in range(count if tensors else 0):
         d = copy.deepcopy(doc)
+        if kind == "modes":
+            src, op = rng.choice(tensors), rng.choice(("grid_sampler_2d", "grid_sampler"))
+            im, pm = rng.choice((-1, 0, 1, 2, 3, 9)), rng.choice((-1, 0, 1, 2, 3, 9))
+            p = f"hm{i}_"
+            added = [_call(f"{p}to", "to.dtype", {"node": src}, {"dtype": "float32"}),
+                     _call(f"{p}v", "reshape.default", {"node": f"{p}to"},
+                           {"list": [1, 1, 1, -1]}),
+                     _call(f"{p}g", "new_zeros.default", {"node": f"{p}v"},
+                           {"list": [1, 1, 3, 2]}),
+                     _call(f"{p}gs", f"{op}.default", {"node": f"{p}v"}, {"node": f"{p}g"},
+                           im, pm, False)]
+            at = next(j for j, n in enumerate(d["nodes"]) if n["op"] == "output")
+            d["nodes"][at:at] = added
+            out.append((f"modes:{op}({im},{pm})@{src}", _join(copy.deepcopy(head), d, data)))
+            continue
         if kind == "wnorm":
             src, rows = rng.choice(tensors), rng.choice((1, 2))
             g, dim = rng.choice(([1], [2], [7], [1, 1])), rng.choice((0, 1, -1))
