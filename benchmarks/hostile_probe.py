@@ -31,7 +31,10 @@ session 29), the JSON text, expressions that blow up, operators spelled other wa
 references to later nodes and pytree specs (``literals``, ``exprs``, ``targets``,
 ``refs``, ``specs``: benchmarks/hostile_syntax.py, session 32), stored tensors with
 0-size and huge dims, byte counts past int64, subgraphs reaching the main graph's state
-(``zerodims``, ``overflow``, ``parent``: benchmarks/hostile_state.py, session 33), and sizes read from data
+(``zerodims``, ``overflow``, ``parent``: benchmarks/hostile_state.py, session 33), upsample
+kernels given an output size and a hostile scale, ``_weight_norm`` given a ``g`` that does
+not fit, ``grid_sampler`` given modes it does not know (``scales``, ``wnorm``, ``modes``:
+benchmarks/hostile_scales.py, session 34), and sizes read from data
 recorded as other such sizes (``reads``: a clamped
 ``min(u0, 5)`` written ``u0``, symbols swapped, numbers shifted, assertions removed,
 ranges narrowed: benchmarks/hostile_reads.py over four more bases, session 31); every
@@ -804,12 +807,14 @@ def main() -> int:
                     help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel,text,"
                          "alias,names,ops,ranges,views,operands,records,offsets,order,"
                          "counts,depth,dups,unicode,recmeta,lists,afterload,reads,"
-                         "literals,exprs,targets,refs,specs,zerodims,overflow,parent)")
+                         "literals,exprs,targets,refs,specs,zerodims,overflow,parent,scales,wnorm,"
+                         "modes)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import hostile_extra
     import hostile_more
     import hostile_reads
+    import hostile_scales
     import hostile_state
     import hostile_subgraphs
     import hostile_syntax
@@ -829,7 +834,8 @@ def main() -> int:
         wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel,text,alias,names,ops,"
                                "ranges,views,operands,records,afterload,reads," +
                                ",".join(hostile_extra.KINDS + hostile_syntax.KINDS +
-                                        hostile_state.KINDS)).split(","))
+                                        hostile_state.KINDS + hostile_scales.KINDS)
+                               ).split(","))
         makers = [("json", json_variants, n), ("multi", multi_variants, n),
                   ("tensor", tensor_variants, n // 4), ("bytes", byte_variants, n // 4),
                   ("kernel", kernel_variants, n // 2), ("text", text_variants, n // 4),
@@ -843,6 +849,8 @@ def main() -> int:
                     n // 4) for kind in hostile_syntax.KINDS]
         makers += [(kind, lambda b, r, c, kind=kind: hostile_state.variants(b, r, c, kind),
                     n // 4) for kind in hostile_state.KINDS]
+        makers += [(kind, lambda b, r, c, kind=kind: hostile_scales.variants(b, r, c, kind),
+                    n // 4) for kind in hostile_scales.KINDS]
         makers.append(("reads", lambda b, r, c: hostile_reads.variants(b, r, c), n // 2))
         makers.append(("afterload", lambda b, r, c: [
             (f"afterload:{r.choice(AFTER_LOAD)}", b) for _ in range(c)], n // 4))

@@ -17,7 +17,26 @@ before each such node (``guard``), made by each load and never saved (``saving.p
 * ``embedding_bag`` (and ``_embedding_bag``) reads ``indices`` between consecutive
   ``offsets`` and checks only the first and the last: ``[0, -10**9]`` crashes the process,
   ``[0, -5]`` reads memory before ``indices`` (with ``include_last_offset``, silently).
-  The offsets must be non-decreasing, within ``[0, len(indices)]``.
+  The offsets must be non-decreasing, within ``[0, len(indices)]``;
+* ``_weight_norm(v, g, dim)`` with ``dim`` 0 or ``v``'s last (its fused kernel) reads
+  ``g`` and writes its norms (a tensor of ``g``'s shape) at ``v.size(dim)`` elements
+  unchecked: a ``g`` of one element for a ``[300, 4]`` ``v`` corrupted the heap
+  (``malloc_consolidate(): invalid chunk size``, session 34).  ``g`` must hold
+  ``v.size(dim)`` elements there;
+* ``grid_sampler`` (2d, 3d) given an ``interpolation_mode`` or ``padding_mode`` other than
+  0, 1 or 2 writes no output and returns its fresh allocation: whatever the heap held
+  (``1e+18``, ``4.6e-41``: session 34).  The modes must be 0, 1 or 2;
+* the upsample kernels given both an output size and a scale (the ``.default``
+  overloads: ``upsample_nearest2d(x, [9, 11], 1e-30, 1e-30)``) map each output index to
+  ``index / scale`` in the input and cast that to an int64 before clamping it to the
+  input: a tiny scale overflows the cast, and on a uint8 tensor the read lands ~2**63
+  bytes away (the process crashed, session 34; float tensors read element 0 by
+  accident).  Each positive scale must keep ``output size / scale`` below ``2**52``.
+  The anti-aliased kernels (``_upsample_bilinear2d_aa``, ``_upsample_bicubic2d_aa``) also
+  size their window by ``1 / scale``: a scale of ``1e-7`` for a ``5 x 7`` uint8 image
+  made the kernel allocate 3-6 GiB (float32: minutes of work); their ``output size /
+  scale`` must stay within ``4 * (input size + output size)`` (an exported
+  ``F.interpolate(..., antialias=True)`` records ``.vec``, whose scales make the sizes);
 
 Checked in a subprocess and found checked by torch itself (session 25, torch 2.11):
 indices, targets, pivots and sorters out of range in embedding, embedding_renorm_,
@@ -29,7 +48,7 @@ multi_margin_loss, multilabel_margin_loss, one_hot, bincount, searchsorted and b
 linalg_ldl_solve, repeat_interleave (output_size, negative repeats), ctc_loss's lengths,
 narrow.Tensor, split_with_sizes (unsafe, copy), tensor_split, fractional_max_pool2d/3d
 (samples outside [0, 1) are clamped), grid_sampler 2d/3d and the upsample kernels (NaN,
-infinite, huge coordinates and scales), col2im/im2col, unfold, pads.
+infinite, huge coordinates and scales of float tensors), col2im/im2col, unfold, pads.
 
 A check that fails raises a ``RuntimeAssertionError`` naming the node before it runs.
 """
@@ -41,6 +60,7 @@ from typing import Any
 
 import torch
 
+from safetrace.errors import RuntimeAssertionError
 from safetrace.errors.load import operand_refused, view_outside
 from safetrace.trace.current import active_tracer
 from safetrace.trace.graph import run_time_check
@@ -60,6 +80,22 @@ GUARDED: dict = {
     aten.ctc_loss.Tensor: ("ctc", ("log_probs", "targets", "input_lengths",
                                    "target_lengths")),
 }
+_SCALES = {1: ("scales",), 2: ("scales_h", "scales_w"), 3: ("scales_d", "scales_h", "scales_w")}
+for _op, _dims in (("upsample_nearest1d", 1), ("upsample_nearest2d", 2),
+                   ("upsample_nearest3d", 3), ("_upsample_nearest_exact1d", 1),
+                   ("_upsample_nearest_exact2d", 2), ("_upsample_nearest_exact3d", 3),
+                   ("upsample_linear1d", 1), ("upsample_bilinear2d", 2),
+                   ("upsample_bicubic2d", 2), ("_upsample_bilinear2d_aa", 2),
+                   ("_upsample_bicubic2d_aa", 2), ("upsample_trilinear3d", 3)):
+    GUARDED[getattr(aten, _op).default] = ("scales", ("output_size", *_SCALES[_dims]))
+for _op in ("_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa"):  # (window: 1 / scale)
+    GUARDED[getattr(aten, _op).default] = ("window", ("self", "output_size", *_SCALES[2]))
+GUARDED[aten._weight_norm.default] = ("norms", ("v", "g", "dim"))
+for _op in (aten.grid_sampler.default, aten.grid_sampler_2d.default,
+            aten.grid_sampler_3d.default):
+    GUARDED[_op] = ("modes", ("interpolation_mode", "padding_mode"))
+SCALE_REACH = 2 ** 52  # (an int64 cast of an index up to it is exact and in range)
+WINDOW_REACH = 4  # (a scale of output / input gives output / scale = input)
 
 
 def _span(offset: int, size: Any, stride: Any) -> tuple[int, int] | None:
@@ -126,7 +162,88 @@ def _bags(node: str, indices: Any, offsets: Any) -> None:
                               "kernel reads between them unchecked)")
 
 
-_KINDS = {"view": _view, "ctc": _ctc, "bags": _bags,
+def _norms(node: str, v: Any, g: Any, dim: Any = 0) -> None:
+    dim = 0 if dim is None else dim  # (the schema's default)
+    if not isinstance(v, torch.Tensor) or not isinstance(g, torch.Tensor) or \
+            not isinstance(dim, int) or isinstance(dim, bool) or v.dim() == 0:
+        return  # (the kernel's own checks refuse these)
+    if dim in (0, v.dim() - 1) and g.numel() != v.shape[dim]:
+        raise operand_refused(node, "aten._weight_norm", f"g of shape {list(g.shape)} for v of "
+                              f"shape {list(v.shape)} at dim {dim} (its fused kernel reads g "
+                              f"and writes its norms at {v.shape[dim]} elements unchecked)")
+
+
+def _norms_fit(v: Any, g: Any, dim: Any) -> bool:
+    """Whether ``_weight_norm``'s operands' evaluated shapes (the load's, ``meta["val"]``)
+    are static and fit at every call (a weight-normed layer's parameters)."""
+    shapes = [getattr(getattr(a, "meta", {}).get("val"), "shape", None) for a in (v, g)]
+    if any(sh is None or not all(type(n) is int for n in sh) for sh in shapes):
+        return False
+    try:
+        _norms("", torch.empty(shapes[0], device="meta"), torch.empty(shapes[1], device="meta"),
+               dim)
+    except RuntimeAssertionError:
+        return False
+    return True
+
+
+def _scales_fit(output_size: Any, *scales: Any) -> bool:
+    if all(s is None for s in scales):
+        return True  # (no scale: the kernel divides the sizes, i / o)
+    if not isinstance(output_size, (list, tuple)) or \
+            any(type(n) is not int for n in output_size) or \
+            any(s is not None and type(s) not in (int, float) for s in scales):
+        return False
+    try:
+        _scales("", output_size, *scales)
+    except RuntimeAssertionError:
+        return False
+    return True
+
+
+def _scales(node: str, output_size: Any, *scales: Any) -> None:
+    try:
+        sizes = [int(n) for n in output_size]
+    except (TypeError, ValueError):
+        return  # (the kernel's own checks refuse these)
+    for n, s in zip(sizes, scales):
+        if s is None or isinstance(s, bool) or not isinstance(s, (int, float)):
+            continue
+        s = float(s)
+        if s > 0 and n > 0 and not n / s < SCALE_REACH:  # (the kernels ignore s <= 0, NaN)
+            raise operand_refused(node, "aten.upsample_*", f"a scale of {s!r} for an output "
+                                  f"size of {n} (its kernel casts index / scale, up to "
+                                  f"{n / s:.3g}, to an int64 unchecked: keep it below 2**52)")
+
+
+def _modes(node: str, interpolation: Any, padding: Any) -> None:
+    for what, mode in (("interpolation_mode", interpolation), ("padding_mode", padding)):
+        if type(mode) is not int or mode not in (0, 1, 2):
+            raise operand_refused(node, "aten.grid_sampler", f"{what}={mode!r}, not 0, 1 or 2 "
+                                  "(its kernel writes no output for another and returns the "
+                                  "memory it was given: uninitialized)")
+
+
+def _window(node: str, x: Any, output_size: Any, *scales: Any) -> None:
+    _scales(node, output_size, *scales)
+    try:
+        sizes = [int(n) for n in output_size]
+    except (TypeError, ValueError):
+        return  # (the kernel's own checks refuse these)
+    if not isinstance(x, torch.Tensor) or x.dim() < len(scales):
+        return
+    for i, n, s in zip(x.shape[x.dim() - len(scales):], sizes, scales):
+        if type(s) in (int, float) and s > 0 and n > 0 and n / s > WINDOW_REACH * (i + n):
+            raise operand_refused(node, "aten._upsample_*_aa", f"a scale of {s!r} for an "
+                                  f"output size of {n} from {i} (its anti-aliasing window "
+                                  f"spans 1 / scale input elements, {1 / s:.3g}: its kernel "
+                                  "allocates and reads that much for each output element; "
+                                  f"keep output size / scale within {WINDOW_REACH} * (input "
+                                  "size + output size))")
+
+
+_KINDS = {"view": _view, "ctc": _ctc, "bags": _bags, "scales": _scales, "norms": _norms,
+          "window": _window, "modes": _modes,
           "scatter": functools.partial(_view, target="aten.as_strided_scatter")}
 
 
@@ -154,6 +271,15 @@ def guard(graph: torch.fx.Graph) -> None:
         kind, names = entry
         given = {**dict(zip([a.name for a in node.target._schema.arguments], node.args)),
                  **node.kwargs}
+        if kind == "modes" and all(type(given.get(n)) is int and given.get(n) in (0, 1, 2)
+                                   for n in names):
+            continue  # (constant modes the kernel knows: never needed)
+        if kind == "window" and all(given.get(n) is None for n in names[2:]):
+            continue  # (no scale: the kernel divides the sizes, i / o)
+        if kind == "scales" and _scales_fit(*(given.get(n) for n in names)):
+            continue  # (no scale, or constant sizes and scales that fit: never needed)
+        if kind == "norms" and _norms_fit(given.get("v"), given.get("g"), given.get("dim")):
+            continue  # (static shapes that fit: every call's, the check is never needed)
         with graph.inserting_before(node):
             guard_node = graph.call_function(check, (kind, node.name,
                                                      *(given.get(n) for n in names)))
