@@ -17,6 +17,7 @@ from safetrace.exporter.compare import expr_key
 from safetrace.exporter.hoist import NONE, Prefix, is_size_node, kept_sizes
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.symbolic import make_int
+from safetrace.symbolic.expr import Expr
 from safetrace.trace.hops import submodules
 from safetrace.trace.proxy import Proxy
 
@@ -193,12 +194,18 @@ def _user_vals(ep: ExportedProgram) -> list:
             for o, v in zip(ep.graph_signature.output_specs, out) if o.kind == "user_output"]
 
 
-def output_vals(sides: list[Side], ref: Side, syms: dict, env: Any) -> list:
+def output_vals(sides: list[Side], ref: Side, syms: dict, env: Any,
+                keep: frozenset = frozenset()) -> list:
     """The outputs' metadata every side agrees on (the reference's, where each side's
     sizes are the reference's at its point); a size they disagree on is a fresh
-    data-dependent size, as torch.cond's outputs get.  Sides returning another dtype or
-    rank cannot be one torch.cond."""
+    data-dependent size, as torch.cond's outputs get.  So is a size naming a symbol of a
+    branch's own (``u0`` of a ``nonzero`` inside a side, not an input size nor one of
+    `keep`, the sizes the graph holding the cond reads): two sides' ``4*u0`` are two
+    counts that share a name, and outside the branch ``u0`` is no size at all (``st.load``
+    refused the program, fuzz seed 3406).  Sides returning another dtype or rank cannot
+    be one torch.cond."""
     vals = _user_vals(ref.ep)
+    known = {x.name for s in sides for x in s.ep.contract.symbols if x.backed} | set(keep)
     fresh: dict[tuple[int, int], Any] = {}
     for s in sides:
         subst = point_subst(s, syms)
@@ -206,7 +213,8 @@ def output_vals(sides: list[Side], ref: Side, syms: dict, env: Any) -> list:
             if isinstance(mine, Proxy) != isinstance(theirs, Proxy):
                 raise Unsplittable(f"output {k} differs in kind between the sides")
             if not isinstance(mine, Proxy):
-                if _differ(mine, theirs, subst) and (k, -1) not in fresh:
+                if (_differ(mine, theirs, subst) or _local(theirs, known)) and \
+                        (k, -1) not in fresh:
                     fresh[k, -1] = make_int(env.new_unbacked(origin="a size split output"),
                                             env)
                 continue
@@ -214,7 +222,7 @@ def output_vals(sides: list[Side], ref: Side, syms: dict, env: Any) -> list:
             if a.dtype != b.dtype or len(a.shape) != len(b.shape):
                 raise Unsplittable(f"output {k} differs in dtype or rank between the sides")
             for d, (x, y) in enumerate(zip(a.shape, b.shape)):
-                if _differ(x, y, subst) and (k, d) not in fresh:
+                if (_differ(x, y, subst) or _local(y, known)) and (k, d) not in fresh:
                     lo = 0
                     fresh[k, d] = make_int(env.new_unbacked(lo=lo, origin="a size split "
                                                             "output"), env)
@@ -228,6 +236,12 @@ def output_vals(sides: list[Side], ref: Side, syms: dict, env: Any) -> list:
             v = Proxy(type(m)(shape, m.dtype, m.device), v.st_node)
         out.append(v)
     return out
+
+
+def _local(v: Any, known: set) -> bool:
+    """Whether size `v` names a symbol other than the `known` ones."""
+    e = expr_key(v, {})
+    return isinstance(e, Expr) and not {str(x) for x in e.free_symbols} <= known
 
 
 def _differ(mine: Any, theirs: Any, subst: dict) -> bool:
