@@ -95,3 +95,24 @@ def test_the_loaded_program_converts_or_refuses_by_the_catalogue():
     for a, b, c in _SIZES:
         y = _y(a, b, c)
         _same(converted.module()(x, y), m(x, y))
+
+
+class _CountInARelationSplit(torch.nn.Module):
+    def forward(self, y):
+        flat = (y > 0).nonzero().float().reshape(-1) * 2
+        return flat, F.pixel_unshuffle(y.repeat(1, 1, 2, 2), 2)
+
+
+def test_a_relation_splits_two_counts_are_one_new_size_of_the_top_graph():
+    """The relation split alone (``d1 >= 1``): each side's ``4*u0`` was the top graph's
+    output size."""
+    m = _CountInARelationSplit()
+    d0 = Dim("d0", min=1)
+    ep = st.export(m, (torch.randn(1, 7, 1, 1),), dynamic_shapes=(
+        {0: d0, 1: Dim("d1", min=1), 2: d0, 3: Dim("d2", max=1)},))
+    loaded = _reloaded(ep)
+    for a, b, c in [(1, 1, 0), (1, 1, 1), (3, 2, 1), (2, 5, 0), (4, 3, 1)]:
+        y = _y(a, b, c)
+        _same(loaded.module()(y), m(y))
+    with pytest.raises(st.InputMismatchError):
+        loaded.module()(torch.randn(2, 0, 2, 1))  # d1 >= 1
