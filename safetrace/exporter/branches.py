@@ -198,34 +198,45 @@ def output_vals(sides: list[Side], ref: Side, syms: dict, env: Any,
                 keep: frozenset = frozenset()) -> list:
     """The outputs' metadata every side agrees on (the reference's, where each side's
     sizes are the reference's at its point); a size they disagree on is a fresh
-    data-dependent size, as torch.cond's outputs get.  So is a size naming a symbol of a
-    branch's own (``u0`` of a ``nonzero`` inside a side, not an input size nor one of
-    `keep`, the sizes the graph holding the cond reads): two sides' ``4*u0`` are two
-    counts that share a name, and outside the branch ``u0`` is no size at all (``st.load``
-    refused the program, fuzz seed 3406).  Sides returning another dtype or rank cannot
-    be one torch.cond."""
+    data-dependent size, as torch.cond's outputs get.  Sides returning another dtype or
+    rank cannot be one torch.cond.
+
+    A size naming a symbol of the sides' own (``u0`` of a ``nonzero`` inside a branch; not
+    an input size nor one of `keep`, sizes the graph holding the cond reads) is a size the
+    cond's output defines: kept where an earlier output size is that symbol alone (each
+    side returns ``[u0]`` and ``[u0 + 5]`` of its own ``u0``), else fresh too.  Alone,
+    ``4*u0`` would name in the top graph a symbol that only a branch defines (``st.load``
+    refused the file, fuzz seed 3406)."""
     vals = _user_vals(ref.ep)
-    known = {x.name for s in sides for x in s.ep.contract.symbols if x.backed} | set(keep)
     fresh: dict[tuple[int, int], Any] = {}
+
+    def new(k: int, d: int, lo: int | None) -> None:
+        if (k, d) not in fresh:
+            fresh[k, d] = make_int(env.new_unbacked(lo=lo, origin="a size split output"),
+                                   env)
+
     for s in sides:
         subst = point_subst(s, syms)
         for k, (mine, theirs) in enumerate(zip(vals, _user_vals(s.ep))):
             if isinstance(mine, Proxy) != isinstance(theirs, Proxy):
                 raise Unsplittable(f"output {k} differs in kind between the sides")
             if not isinstance(mine, Proxy):
-                if (_differ(mine, theirs, subst) or _local(theirs, known)) and \
-                        (k, -1) not in fresh:
-                    fresh[k, -1] = make_int(env.new_unbacked(origin="a size split output"),
-                                            env)
+                if _differ(mine, theirs, subst):
+                    new(k, -1, None)
                 continue
             a, b = mine.st_meta, theirs.st_meta
             if a.dtype != b.dtype or len(a.shape) != len(b.shape):
                 raise Unsplittable(f"output {k} differs in dtype or rank between the sides")
             for d, (x, y) in enumerate(zip(a.shape, b.shape)):
-                if (_differ(x, y, subst) or _local(y, known)) and (k, d) not in fresh:
-                    lo = 0
-                    fresh[k, d] = make_int(env.new_unbacked(lo=lo, origin="a size split "
-                                                            "output"), env)
+                if _differ(x, y, subst):
+                    new(k, d, 0)
+    known = {x.name for s in sides for x in s.ep.contract.symbols if x.backed} | set(keep)
+    for k, v in enumerate(vals):  # (in the order the cond's outputs are read)
+        sizes = [(d, x) for d, x in enumerate(v.st_meta.shape)] \
+            if isinstance(v, Proxy) else [(-1, v)]
+        for d, x in sizes:
+            if (k, d) not in fresh and not _defined(x, known):
+                new(k, d, 0 if d >= 0 else None)
     out = []
     for k, v in enumerate(vals):
         if (k, -1) in fresh:
@@ -238,10 +249,19 @@ def output_vals(sides: list[Side], ref: Side, syms: dict, env: Any,
     return out
 
 
-def _local(v: Any, known: set) -> bool:
-    """Whether size `v` names a symbol other than the `known` ones."""
+def _defined(v: Any, known: set) -> bool:
+    """Whether size `v` names only `known` symbols, or is one other symbol alone (which
+    it then defines: added to `known`)."""
     e = expr_key(v, {})
-    return isinstance(e, Expr) and not {str(x) for x in e.free_symbols} <= known
+    if not isinstance(e, Expr):
+        return True
+    names = {str(x) for x in e.free_symbols}
+    if names <= known:
+        return True
+    if e.op == "sym":
+        known.add(e.name)
+        return True
+    return False
 
 
 def _differ(mine: Any, theirs: Any, subst: dict) -> bool:
