@@ -17,6 +17,7 @@ from safetrace.exporter.compare import expr_key
 from safetrace.exporter.hoist import NONE, Prefix, is_size_node, kept_sizes
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.symbolic import make_int
+from safetrace.symbolic.expr import Expr
 from safetrace.trace.hops import submodules
 from safetrace.trace.proxy import Proxy
 
@@ -193,31 +194,49 @@ def _user_vals(ep: ExportedProgram) -> list:
             for o, v in zip(ep.graph_signature.output_specs, out) if o.kind == "user_output"]
 
 
-def output_vals(sides: list[Side], ref: Side, syms: dict, env: Any) -> list:
+def output_vals(sides: list[Side], ref: Side, syms: dict, env: Any,
+                keep: frozenset = frozenset()) -> list:
     """The outputs' metadata every side agrees on (the reference's, where each side's
     sizes are the reference's at its point); a size they disagree on is a fresh
     data-dependent size, as torch.cond's outputs get.  Sides returning another dtype or
-    rank cannot be one torch.cond."""
+    rank cannot be one torch.cond.
+
+    A size naming a symbol of the sides' own (``u0`` of a ``nonzero`` inside a branch; not
+    an input size nor one of `keep`, sizes the graph holding the cond reads) is a size the
+    cond's output defines: kept where an earlier output size is that symbol alone (each
+    side returns ``[u0]`` and ``[u0 + 5]`` of its own ``u0``), else fresh too.  Alone,
+    ``4*u0`` would name in the top graph a symbol that only a branch defines (``st.load``
+    refused the file, fuzz seed 3406)."""
     vals = _user_vals(ref.ep)
     fresh: dict[tuple[int, int], Any] = {}
+
+    def new(k: int, d: int, lo: int | None) -> None:
+        if (k, d) not in fresh:
+            fresh[k, d] = make_int(env.new_unbacked(lo=lo, origin="a size split output"),
+                                   env)
+
     for s in sides:
         subst = point_subst(s, syms)
         for k, (mine, theirs) in enumerate(zip(vals, _user_vals(s.ep))):
             if isinstance(mine, Proxy) != isinstance(theirs, Proxy):
                 raise Unsplittable(f"output {k} differs in kind between the sides")
             if not isinstance(mine, Proxy):
-                if _differ(mine, theirs, subst) and (k, -1) not in fresh:
-                    fresh[k, -1] = make_int(env.new_unbacked(origin="a size split output"),
-                                            env)
+                if _differ(mine, theirs, subst):
+                    new(k, -1, None)
                 continue
             a, b = mine.st_meta, theirs.st_meta
             if a.dtype != b.dtype or len(a.shape) != len(b.shape):
                 raise Unsplittable(f"output {k} differs in dtype or rank between the sides")
             for d, (x, y) in enumerate(zip(a.shape, b.shape)):
-                if _differ(x, y, subst) and (k, d) not in fresh:
-                    lo = 0
-                    fresh[k, d] = make_int(env.new_unbacked(lo=lo, origin="a size split "
-                                                            "output"), env)
+                if _differ(x, y, subst):
+                    new(k, d, 0)
+    known = {x.name for s in sides for x in s.ep.contract.symbols if x.backed} | set(keep)
+    for k, v in enumerate(vals):  # (in the order the cond's outputs are read)
+        sizes = [(d, x) for d, x in enumerate(v.st_meta.shape)] \
+            if isinstance(v, Proxy) else [(-1, v)]
+        for d, x in sizes:
+            if (k, d) not in fresh and not _defined(x, known):
+                new(k, d, 0 if d >= 0 else None)
     out = []
     for k, v in enumerate(vals):
         if (k, -1) in fresh:
@@ -228,6 +247,21 @@ def output_vals(sides: list[Side], ref: Side, syms: dict, env: Any) -> list:
             v = Proxy(type(m)(shape, m.dtype, m.device), v.st_node)
         out.append(v)
     return out
+
+
+def _defined(v: Any, known: set) -> bool:
+    """Whether size `v` names only `known` symbols, or is one other symbol alone (which
+    it then defines: added to `known`)."""
+    e = expr_key(v, {})
+    if not isinstance(e, Expr):
+        return True
+    names = {str(x) for x in e.free_symbols}
+    if names <= known:
+        return True
+    if e.op == "sym":
+        known.add(e.name)
+        return True
+    return False
 
 
 def _differ(mine: Any, theirs: Any, subst: dict) -> bool:

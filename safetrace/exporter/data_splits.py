@@ -104,7 +104,8 @@ def _join(ep: ExportedProgram, other: ExportedProgram, test: str,
     t_attr.meta["stack_trace"] = f_attr.meta["stack_trace"] = ""
     node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr, tuple(phs)))
     node.meta["stack_trace"] = check.meta.get("stack_trace", "")
-    vals = _own_sizes(output_vals(sides, sides[0], {}, env), ep.graph, reads, env,
+    keep = frozenset().union(*(_symbols(n.meta.get("val")) for n in reads))
+    vals = _own_sizes(output_vals(sides, sides[0], {}, env, keep), ep.graph, reads, env,
                       other_env)
     cond_outputs(g, node, inputs, phs, mutated, vals)
     note(g, [header("data", test, where_of_trace(check.meta.get("stack_trace", "")),
