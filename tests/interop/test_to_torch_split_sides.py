@@ -68,3 +68,41 @@ def test_point_side_reads_its_rows_as_a_view():
     assert torch.ops.aten.as_strided.default in targets
     x = torch.randn(6)[::2]     # a strided input: the view keeps its strides
     torch.testing.assert_close(gm(x), _FirstRows()(x))
+
+
+class _SplitThenPad(torch.nn.Module):
+    def forward(self, x):
+        v0 = x.sum()  # (below: size splits at d0 == 0 and d0 == 1, Dim.AUTO)
+        if 1 in x.shape:
+            v1 = x.flatten()
+        else:
+            v1 = x.reshape(-1) * 2
+        v3 = torch.nn.functional.pad(v1, (0, x.size(0) % 3))
+        v4 = torch.cat([x, x.flip(0)]).reshape(2, -1)
+        v5 = torch.nn.functional.pad(x, (0, max(len(x) - x.shape[-1], 0)))
+        return (v0, v1, v3, v4, v5, v4.flatten()[:0])
+
+
+def test_split_cond_refusal_names_the_split():
+    """A size split's cond torch's cond still refuses (outputs it cannot merge,
+    ``Ne(u, 1)``): the message names the cond as the export's split of the user's line,
+    not a torch.cond of the user's to fix, and the fix as the Dim's range or ep.module()
+    (which computes it)."""
+    model = _SplitThenPad()
+    ep = st.export(model, (torch.randn(2, 3),), dynamic_shapes=({0: Dim.AUTO},))
+    for n in (0, 1, 2, 5):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x), model(x))
+    try:
+        gm = ep.to_torch().module()
+    except st.ConversionError as e:
+        text = str(e)
+        assert "This torch.cond is not in your code: it is safetrace's size split" in text
+        assert "size split on `x_shape_0 >= 2` (from `if 1 in x.shape:` at " \
+            "test_to_torch_split_sides.py" in text
+        assert "`print(ep)` shows it" in text and "Dim('batch', min=2)" in e.fix
+        assert "ep.module()" in e.fix and "cannot take this program's use" not in text
+    else:  # (converted, once torch's cond merges such outputs: then as eager)
+        for n in (0, 1, 2, 5):
+            x = torch.randn(n, 3)
+            torch.testing.assert_close(gm(x), model(x))
