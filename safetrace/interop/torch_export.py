@@ -430,10 +430,14 @@ class _Converter:
             message = one_line(message)
         val = cond.meta["val"] if isinstance(cond, torch.fx.Node) else cond
         if getattr(self, "branch_depth", 0) and isinstance(val, torch.SymBool) and \
+                val.node.has_hint() and not val.node.hint and \
                 isinstance(node.args[0], torch.fx.Node) and \
                 holds_where_branch_runs(self, node.args[0].meta.get("val")):
-            self.env[node] = None  # (never fails where the branch runs; torch's cond
-            return  # would trace it at the other side's sizes too, and fail there)
+            # false at the sizes torch's cond traces this branch at (another side's),
+            # never where the branch runs: left out (kept where it holds there: a fact
+            # for the ops after it)
+            self.env[node] = None
+            return
         new = add_node(self.graph, torch.ops.aten._assert_scalar.default, (cond, message), {},
                        node.name)
         if "stack_trace" in node.meta:
