@@ -87,7 +87,7 @@ def identity_slice(conv: Any, node: torch.fx.Node, args: tuple) -> tuple | None:
     where the branch runs, and torch's trace takes it without a guard. None where it
     does not apply."""
     x = args[0]
-    dim, start, _end, step = (*args[1:5], *(0, None, None, 1)[len(args) - 1:])
+    dim, start, end, step = (*args[1:5], *(0, None, None, 1)[len(args) - 1:])
     ours_in = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
     ours, theirs = node.meta.get("val"), x.meta.get("val") if isinstance(x, torch.fx.Node) \
         else None
@@ -99,6 +99,13 @@ def identity_slice(conv: Any, node: torch.fx.Node, args: tuple) -> tuple | None:
     v, e = ours.shape[d], ours_in.shape[d]
     if not isinstance(v, int) or isinstance(e, int) or not hasattr(e, "expr") or \
             isinstance(theirs.shape[d], int):
+        return None
+    # (only where torch's slice has v rows at the sizes its trace uses, the example's: a
+    # side whose rows are fewer there, `x.flatten()[:1]` of 0 rows beside a side of 1,
+    # traced fine as `Min(1, s0*s1)`, and a view of 0 rows would not fit it; fuzz 3402)
+    rows = _hint(theirs.shape[d])
+    upto = rows if end is None else _hint(end)
+    if rows is None or upto is None or upto < 0 or min(rows, upto) != v:
         return None
     whole = _Cond(canon.ge(to_expr(e.expr), const(v)))
     if not holds_where_branch_runs(conv, whole):
@@ -119,6 +126,17 @@ def identity_slice(conv: Any, node: torch.fx.Node, args: tuple) -> tuple | None:
                for i, s in enumerate(theirs.stride())]
     return x, sizes, strides, part(theirs.storage_offset(), _aten.sym_storage_offset.default,
                                    read=True)
+
+
+def _hint(v: Any) -> int | None:
+    """The size (a converted node's value, a SymInt, an int) at the trace's sizes."""
+    if isinstance(v, torch.fx.Node):
+        v = v.meta.get("val")
+    if isinstance(v, int):
+        return v
+    if isinstance(v, torch.SymInt) and v.node.has_hint():
+        return int(v.node.hint)
+    return None
 
 
 class _Cond:
