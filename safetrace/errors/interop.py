@@ -80,6 +80,20 @@ def kernel_failed(node: str, op: str, where: str, error: str, kind: str) -> Conv
     return ConversionError(cause, fix=f"{_RUN_OURS}; and report the node")
 
 
+def split_cond_failed(node: str, where: str, error: str, splits: str) -> ConversionError:
+    """torch's cond refused a cond the export made for a size split (`splits`: the split
+    lines ``print(ep)`` shows), not one the user wrote."""
+    return ConversionError(
+        f"cannot convert node {node} (cond){where}: torch's FakeTensor propagation failed: "
+        f"{error}\nThis torch.cond is not in your code: it is safetrace's size split of "
+        f"your program ({splits}; `print(ep)` shows it), one graph per side, each traced "
+        f"for its own sizes. torch's cond traces both sides at the sizes of every side and "
+        f"merges their outputs, which these sides do not allow.",
+        fix="declare the split Dim's range to one side of the split (e.g. Dim('batch', "
+            "min=2) for a split on `batch == 1`), so the export traces one graph and "
+            "to_torch() converts it; or " + _RUN_OURS)
+
+
 def preserved_crossing(fqn: str, name: str, where: str, how: str) -> ConversionError:
     """A value crosses a preserved module call's boundary other than through its
     signature."""

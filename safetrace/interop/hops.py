@@ -20,9 +20,10 @@ from safetrace.errors import StructuredError
 from safetrace.errors import interop as EI
 from safetrace.interop.contract import evaluate
 from safetrace.interop.hierarchy import Boundaries
+from safetrace.interop.implication import implied
 from safetrace.interop.node_checks import branch_symbols
-from safetrace.symbolic import to_expr
-from safetrace.symbolic.expr import sym
+from safetrace.symbolic import canon, to_expr
+from safetrace.symbolic.expr import const, sym
 from safetrace.trace.hops import submodules
 
 
@@ -31,11 +32,118 @@ def convert_get_attr(conv: Any, node: torch.fx.Node, owner: torch.fx.Graph) -> t
     sub = submodules(owner).get(node.target)
     if sub is None:
         raise EI.not_a_subgraph(node.name, str(node.target))
-    gm = convert_subgraph(conv, sub.graph)
+    paths = conv.__dict__.setdefault("paths", [])
+    paths.append(branch_condition(node))
+    try:
+        gm = convert_subgraph(conv, sub.graph)
+    finally:
+        paths.pop()
     conv.attrs[node.target] = gm
     new = conv.graph.get_attr(node.target)
     conv.submodule_of[new] = gm
     return new
+
+
+def branch_condition(node: torch.fx.Node) -> Any:
+    """Where the subgraph `node` reads runs: its cond's predicate (our symbolic
+    expression of the input sizes) for the true branch, its negation for the false one;
+    None where it is not (only) a cond's branch on a size, or the subgraph of a loop."""
+    users = list(node.users)
+    if len(users) != 1 or users[0].target is not torch.ops.higher_order.cond:
+        return None
+    pred, t, f = users[0].args[:3]
+    val = pred.meta.get("val") if isinstance(pred, torch.fx.Node) else pred
+    if isinstance(val, bool):
+        e = const(val)
+    elif hasattr(val, "expr") and not isinstance(val, torch.Tensor):
+        e = to_expr(val.expr)
+    else:
+        return None
+    return e if node is t else canon.not_(e) if node is f else None
+
+
+def holds_where_branch_runs(conv: Any, cond: Any) -> bool:
+    """Whether our assertion `cond` (a symbolic bool of the input sizes), inside the cond
+    branches being converted, holds wherever they run: implied by the program's contract
+    (checked before anything runs) and the predicates that chose them. A size split's
+    side asserts its sizes first (``d0 == 1``, exporter/relation_splits.py): torch's cond
+    traces that branch at every side's sizes too, where such an assertion fails while
+    tracing, though never where the branch runs."""
+    paths = conv.__dict__.get("paths") or []
+    if not paths or any(p is None for p in paths) or not hasattr(cond, "expr"):
+        return False
+    e = cond.expr if isinstance(cond, _Cond) else to_expr(cond.expr)
+    return implied(conv.ep.contract, e, tuple(paths))
+
+
+def identity_slice(conv: Any, node: torch.fx.Node, args: tuple) -> tuple | None:
+    """The arguments of an ``as_strided`` for our ``slice`` `node` (converted `args`) in a
+    cond branch where it takes a fixed number v of first rows (start 0, step 1, our size
+    a number) of an input that has at least v wherever the branch runs: a point side's
+    operand narrowed to its one size (``x[0:1]`` where ``d0 == 1``), ``x[:2]`` where
+    ``d0 >= 4``. torch's cond traces the branch at every side's sizes too, where the
+    slice is ``Min(2, s0)`` rows and later ops do not fit (``Min(3, s) must match
+    Min(2, s)//2``); the view of those v rows at the input's strides is the same tensor
+    where the branch runs, and torch's trace takes it without a guard. None where it
+    does not apply."""
+    x = args[0]
+    dim, start, end, step = (*args[1:5], *(0, None, None, 1)[len(args) - 1:])
+    ours_in = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    ours, theirs = node.meta.get("val"), x.meta.get("val") if isinstance(x, torch.fx.Node) \
+        else None
+    if start not in (None, 0) or step != 1 or not all(
+            isinstance(t, torch.Tensor) for t in (ours_in, ours, theirs)) or \
+            not isinstance(dim, int) or ours.dim() != theirs.dim():
+        return None
+    d = dim % ours.dim()
+    v, e = ours.shape[d], ours_in.shape[d]
+    if not isinstance(v, int) or isinstance(e, int) or not hasattr(e, "expr") or \
+            isinstance(theirs.shape[d], int):
+        return None
+    # (only where torch's slice has v rows at the sizes its trace uses, the example's: a
+    # side whose rows are fewer there, `x.flatten()[:1]` of 0 rows beside a side of 1,
+    # traced fine as `Min(1, s0*s1)`, and a view of 0 rows would not fit it; fuzz 3402)
+    rows = _hint(theirs.shape[d])
+    upto = rows if end is None else _hint(end)
+    if rows is None or upto is None or upto < 0 or min(rows, upto) != v:
+        return None
+    whole = _Cond(canon.ge(to_expr(e.expr), const(v)))
+    if not holds_where_branch_runs(conv, whole):
+        return None
+    g = conv.graph
+
+    def part(val: Any, op: Any, *rest: Any, read: bool = False) -> Any:
+        if isinstance(val, int) and not read:
+            return val
+        n = g.call_function(op, (x, *rest))
+        n.meta["val"] = val
+        return n
+
+    sizes = [v if i == d else part(s, _aten.sym_size.int, i) for i, s in enumerate(theirs.shape)]
+    # (the strides and offset read from the input where it runs: the fake's are a
+    # contiguous input's, a strided input's differ)
+    strides = [part(s, _aten.sym_stride.int, i, read=True)
+               for i, s in enumerate(theirs.stride())]
+    return x, sizes, strides, part(theirs.storage_offset(), _aten.sym_storage_offset.default,
+                                   read=True)
+
+
+def _hint(v: Any) -> int | None:
+    """The size (a converted node's value, a SymInt, an int) at the trace's sizes."""
+    if isinstance(v, torch.fx.Node):
+        v = v.meta.get("val")
+    if isinstance(v, int):
+        return v
+    if isinstance(v, torch.SymInt) and v.node.has_hint():
+        return int(v.node.hint)
+    return None
+
+
+class _Cond:
+    """An expression where a symbolic bool is expected (``.expr``)."""
+
+    def __init__(self, expr: Any) -> None:
+        self.expr = expr
 
 
 def convert_subgraph(conv: Any, graph: torch.fx.Graph) -> torch.fx.GraphModule:

@@ -21,12 +21,14 @@ from safetrace.symbolic.scope import assuming
 from safetrace.symbolic.semantics import FCMP_OPS, FLOAT_OPS, INT_FROM_FLOAT
 
 
-def implied(contract: Any, cond: Any) -> bool:
+def implied(contract: Any, cond: Any, where: tuple = ()) -> bool:
     """Whether `cond` (over the contract's symbols) holds for every input the contract
     accepts, proved from its ranges and conditions alone: ``16*b == b*((h + 15)//16)**2``
-    for ``49 <= h <= 64`` (a retrace's view of a size the program reads another way)."""
+    for ``49 <= h <= 64`` (a retrace's view of a size the program reads another way);
+    with `where`, for every such input where those conditions hold too (the predicates
+    choosing a cond branch)."""
     ranges = {s.name: s for s in contract.symbols}
-    given = [c.cond for c in contract.conditions]
+    given = [c.cond for c in contract.conditions] + list(where)
     names = set(cond.free_symbols).union(*(c.free_symbols for c in given))
     if not names <= ranges.keys():
         return False

@@ -180,11 +180,18 @@ def where(node: torch.fx.Node) -> str:
     return f" (from {last[-1]})" if last else ""
 
 
-def why_failed(node: torch.fx.Node, target: Any, exc: Exception) -> ConversionError:
-    """The refusal when torch's kernel for `node` raised `exc`."""
+def why_failed(node: torch.fx.Node, target: Any, exc: Exception,
+               root: torch.fx.Graph | None = None) -> ConversionError:
+    """The refusal when torch's kernel for `node` raised `exc` (`root`: the program's
+    graph, whose split lines name a cond the export made for a size split)."""
     name = getattr(target, "_schema", None)
     op = name.name if name is not None else getattr(target, "__qualname__", str(target))
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if target is torch.ops.higher_order.cond and not node.meta.get("stack_trace"):
+        splits = split_headers(root)
+        if splits:  # (a cond of the user's own has the user's line as its trace)
+            return EI.split_cond_failed(node.name, where(node),
+                                        f"{type(exc).__name__}: {first}", splits)
     if isinstance(target, torch._ops.HigherOrderOperator):
         op, kind = target.__name__, "control-flow"
     elif isinstance(target, torch._ops.OpOverload) and target.namespace not in ("aten", "prims"):
@@ -192,3 +199,10 @@ def why_failed(node: torch.fx.Node, target: Any, exc: Exception) -> ConversionEr
     else:
         kind = "aten"
     return EI.kernel_failed(node.name, op, where(node), f"{type(exc).__name__}: {first}", kind)
+
+
+def split_headers(root: torch.fx.Graph | None) -> str:
+    """The program's size splits as ``print(ep)`` heads them (``size split on `x_shape_0
+    >= 1` (from ...)``), joined; '' where the export made none."""
+    lines = root.__dict__.get("st_splits", ()) if root is not None else ()
+    return "; ".join(line for line in lines if line and not line.startswith(" "))

@@ -49,7 +49,8 @@ from safetrace.interop.input_guards import input_guards, with_guards
 from safetrace.interop.quoted_guards import quoted_paths
 from safetrace.interop.load_checks import lowered
 from safetrace.interop.memos import MASK_OPS, remember, shared_rows
-from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_under_grad,
+from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of,
+                                   holds_where_branch_runs, identity_slice, map_under_grad,
                                    quiet_symbol_logs, run_hop, sizes_from_data,
                                    without_empty_regions, written_after)
 from safetrace.interop.lazy import fx_config, graph_signature, python_dispatch
@@ -67,6 +68,7 @@ _REPLACE = {builtins.min: torch.sym_min, builtins.max: torch.sym_max,
             math.sqrt: torch.sym_sqrt}
 _DROP = (operator.pos,)
 _CONTIGUOUS, _SIZE = torch.ops.aten.contiguous.default, torch.ops.aten.sym_size.int
+_SLICE = torch.ops.aten.slice.Tensor
 _NO_VALUE = (torch.ops.aten._assert_tensor_metadata.default,
              torch.ops.aten._assert_scalar.default, torch.ops.aten._assert_async.msg)
 # Ops whose fake kernels (Python decompositions looping over time steps) specialize the
@@ -309,6 +311,10 @@ class _Converter:
             args = torch.fx.node.map_arg(node.args, new)
             kwargs = torch.fx.node.map_arg(node.kwargs, new) if node.kwargs else node.kwargs
         if type(target) is torch._ops.OpOverload and target is not _CONTIGUOUS:
+            if target is _SLICE and getattr(self, "branch_depth", 0):
+                whole = identity_slice(self, node, args)
+                if whole is not None:  # (a point side's operand: hops.py)
+                    target, args, kwargs = torch.ops.aten.as_strided.default, whole, {}
             self._op(node, target, args, kwargs)  # (no rewrite below applies)
             return
         if target in _DROP:
@@ -387,7 +393,7 @@ class _Converter:
                 self._size_of(args) if target is _SIZE and not (kwargs or self.verify) \
                 else self._run(target, args, kwargs)
         except Exception as exc:  # noqa: BLE001 - reraised with the node that failed
-            raise why_failed(node, target, exc) from exc
+            raise why_failed(node, target, exc, self.ep.graph) from exc
         new.meta["val"] = val
         bindings = all_bindings(self.shape_env, val)
         if bindings:
@@ -423,6 +429,15 @@ class _Converter:
         if type(message) is str:  # (the user's torch._check text: quotes, line breaks)
             message = one_line(message)
         val = cond.meta["val"] if isinstance(cond, torch.fx.Node) else cond
+        if getattr(self, "branch_depth", 0) and isinstance(val, torch.SymBool) and \
+                val.node.has_hint() and not val.node.hint and \
+                isinstance(node.args[0], torch.fx.Node) and \
+                holds_where_branch_runs(self, node.args[0].meta.get("val")):
+            # false at the sizes torch's cond traces this branch at (another side's),
+            # never where the branch runs: left out (kept where it holds there: a fact
+            # for the ops after it)
+            self.env[node] = None
+            return
         new = add_node(self.graph, torch.ops.aten._assert_scalar.default, (cond, message), {},
                        node.name)
         if "stack_trace" in node.meta:
