@@ -332,6 +332,7 @@ class Exporter:
         if ep.small_sides:  # (the next candidates, where a split at the first fails)
             ep.small_more = functools.partial(small_sides, self.env, contract, self.dyn)
         ep.auto_places = auto_places(self.dyn, contract)  # (auto_small.py)
+        ep.auto_dims = bool(ep.auto_places)  # (auto_seen keys only such exports)
         ep.auto_relations = [] if problems else None  # (found when first read: relations)
         ep.auto_relations_of = functools.partial(auto_relations, self.env, contract,
                                                  ep.auto_places)

@@ -48,6 +48,7 @@ _LOCK = threading.Lock()
 # model -> [(key, state, answer)], newest first
 _SEEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _CONTAINERS = (dict, list, set)
+_UNSET = object()
 _SCALARS = (int, float, bool, str, bytes, complex, type(None))
 
 
@@ -56,16 +57,29 @@ class Seen:
     program `ep` in the same state, else None; ``put(ep, answer)`` remembers one
     (auto_small's: ``("first", refusals)`` or ``("named", {input dim: Dim})``)."""
 
-    __slots__ = ("model", "fn", "call", "_state")
+    __slots__ = ("model", "fn", "_given", "_call", "_state")
 
     def __init__(self, model: Any, fn: Any, args: tuple, kwargs: dict, dynamic_shapes: Any,
                  options: tuple) -> None:
         self.model, self.fn = model, fn
-        try:
-            self.call = (_plain(args), _plain(kwargs), _plain(dynamic_shapes), options)
-        except _Unkeyed:
-            self.call = None
+        self._given = (args, kwargs, dynamic_shapes, options)  # (keyed when first asked:
+        self._call: Any = _UNSET  # most exports have no Dim.AUTO size to remember)
         self._state: tuple | None = None
+
+    @property
+    def call(self) -> tuple | None:
+        if self._call is _UNSET:
+            args, kwargs, dynamic_shapes, options = self._given
+            try:
+                self._call = (_plain(args), _plain(kwargs), _plain(dynamic_shapes), options)
+            except _Unkeyed:
+                self._call = None
+            self._given = None
+        return self._call
+
+    @call.setter
+    def call(self, value: None) -> None:
+        self._call = value
 
     def get(self, ep: Any) -> tuple | None:
         if self.call is None:

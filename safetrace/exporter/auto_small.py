@@ -120,6 +120,9 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
     (`seen`: an ``auto_seen.Seen``: where an earlier export in the same state returned
     its first program, `ep` again with that export's refusals; where it returned the
     export with some Dims, that export alone, with nothing else looked at.)"""
+    if not getattr(ep, "auto_dims", False):
+        seen = None  # (no Dim.AUTO / DYNAMIC size left symbolic: no re-export to remember;
+        # keying and snapshotting the model cost a static mlp export ~50% more)
     known = seen.get(ep) if seen is not None else None
     if known is not None and known[0] == "named":
         try:

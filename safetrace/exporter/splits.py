@@ -372,6 +372,7 @@ def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> Export
     for attr in ("dim_names", "exported_training", "module_tree", "retrace"):
         setattr(ep, attr, getattr(ref.ep, attr))
     ep.auto_relations = None  # (found when first read: auto_small.relations)
+    ep.auto_dims = any(getattr(s.ep, "auto_dims", False) for s in sides)
     ep.auto_relations_of = functools.partial(_joined_relations, ep, ref.ep, sides)
     widen_unbacked(ep, [s.ep for s in sides])
     return ep
