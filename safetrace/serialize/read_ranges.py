@@ -100,7 +100,7 @@ def own_read(recorded: Any, rec: Any, r: Expr, d: Expr, r_in: Expr) -> bool:
     if recorded.in_main or node is None or values is None or d is r_in or \
             not recorded._reads(d):
         return False
-    held = set().union(*(_names(v) for v in values.values()))
+    held = set().union(*(size_symbols(v) for v in values.values()))
     file_env = getattr(rec, "env", None)
     if {str(x) for x in r_in.free_symbols} & held or file_env is None:
         return False
@@ -154,13 +154,14 @@ def _rename_from(node: torch.fx.Node, name: str, new: Expr, env: Any) -> None:
         todo.extend(sub.graph for sub in submodules(g).values())
 
 
-def _names(v: Any) -> set:
+def size_symbols(v: Any) -> set:
+    """The symbols of the sizes in ``v`` (tensors, sizes, in lists; recorded.py's too)."""
     if isinstance(v, Proxy):
         v = v.st_meta
     if isinstance(v, TensorMeta):
-        return set().union(*(_names(s) for s in v.shape))
+        return set().union(*(size_symbols(s) for s in v.shape))
     if isinstance(v, (list, tuple)):
-        return set().union(*(_names(x) for x in v))
+        return set().union(*(size_symbols(x) for x in v))
     e = getattr(v, "expr", None)
     return set() if e is None else {str(s) for s in to_expr(e).free_symbols}
 

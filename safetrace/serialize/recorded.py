@@ -56,6 +56,7 @@ from safetrace.serialize.codec import new_symbolic
 from safetrace.serialize.constant_sizes import UNKNOWN
 from safetrace.serialize.read_points import declared_range
 from safetrace.serialize.read_ranges import held_at_call, held_to_range, own_read
+from safetrace.serialize.read_ranges import size_symbols as _names
 from safetrace.serialize.record_values import all_of as _all, is_int as _is_int, kind as _kind
 from safetrace.serialize.record_values import show as _show
 from safetrace.serialize.renaming import renaming
@@ -626,16 +627,6 @@ def _held(values: dict) -> set:
     return set().union(*(_names(v) for v in values.values()))
 
 
-def _names(v: Any) -> set:
-    """The symbols of the sizes in ``v`` (tensors, sizes, in lists)."""
-    if isinstance(v, Proxy):
-        v = v.st_meta
-    if isinstance(v, TensorMeta):
-        return set().union(*(_names(s) for s in v.shape))
-    if isinstance(v, (list, tuple)):
-        return set().union(*(_names(x) for x in v))
-    e = getattr(v, "expr", None)
-    return set() if e is None else {str(s) for s in to_expr(e).free_symbols}
 
 
 __all__ = ["Recorded"]

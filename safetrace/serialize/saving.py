@@ -278,15 +278,9 @@ def _env_of(val: Any) -> Any:
 
 def _find_env(ep: Any) -> Any:
     for n in ep.graph.nodes:
-        stack = [n.meta.get("val")]
-        while stack:
-            v = stack.pop()
-            if isinstance(v, (list, tuple)):
-                stack.extend(v)
-            elif getattr(v, "env", None) is not None:
-                return v.env
-            elif hasattr(v, "st_meta"):
-                stack.extend(s for s in v.st_meta.shape if not isinstance(s, int))
+        env = _env_of(n.meta.get("val"))
+        if env is not None:
+            return env
     return None
 
 
