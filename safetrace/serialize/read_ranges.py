@@ -96,9 +96,9 @@ def own_read(recorded: Any, rec: Any, r: Expr, d: Expr, r_in: Expr) -> bool:
     evaluation and held to that range at call where the loader's bounds do not show it:
     the loaded program then prints, saves and converts the branch's size as its own (it
     showed the main graph's ``u0`` for a branch's two rows where ``u0`` was 3)."""
-    node, values = recorded._node, recorded._values
+    node, values, path = recorded.comparing
     if recorded.in_main or node is None or values is None or d is r_in or \
-            not recorded._reads(d):
+            not recorded.reads(d):
         return False
     held = set().union(*(size_symbols(v) for v in values.values()))
     file_env = getattr(rec, "env", None)
@@ -112,8 +112,7 @@ def own_read(recorded: Any, rec: Any, r: Expr, d: Expr, r_in: Expr) -> bool:
     _rename_from(node, r.name, fresh, file_env)
     recorded.match(fresh.name, d)
     recorded.taken.add(d.name)
-    at = held_to_range(recorded.env, new_symbolic(fresh, file_env), fresh.name, d,
-                       recorded._path)
+    at = held_to_range(recorded.env, new_symbolic(fresh, file_env), fresh.name, d, path)
     if at is False:
         return False
     if at is not None:

@@ -498,6 +498,14 @@ class Recorded:
         rng = declared_range(env, r.name) if env is not None else None
         return rng is None or rng.lo <= value <= rng.hi
 
+    @property
+    def comparing(self) -> tuple:
+        """(the node ``check`` compares now, its graph's values, the path in its value)."""
+        return self._node, self._values, self._path
+
+    def reads(self, d: Expr) -> bool:
+        return self._reads(d)
+
     def _reads(self, d: Expr) -> bool:
         """Whether ``d`` is a size a subgraph's node reads from data (none of its operands
         holds it, no record names it yet)."""
