@@ -150,7 +150,16 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
             more = getattr(exc, "st_narrowed", None)
             if not more:
                 raise
-            _explore(run, side, more[0], sides, budget)
+            kept, used = len(sides), budget[0]
+            try:
+                _explore(run, side, more[0], sides, budget)
+            except Exception as why:  # noqa: BLE001 - a relation split of the side, or that
+                joined = _relation_side(run, side, exc, budget[1]) if more[0][6] else None
+                if joined is None or getattr(why, "kind", "") == "too-many-splits":
+                    raise
+                del sides[kept:]
+                budget[0] = used
+                sides.append(Side(_region(side), joined))
             continue
         ep = same_either_way(run, side, ep, budget[1])
         ep = split_relation(lambda more, side=side: run({**side, **more}), ep, budget[1])
@@ -162,6 +171,23 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
                 if getattr(why, "kind", "") == "too-many-splits":
                     raise
         sides.append(Side(_region(side), ep))
+
+
+def _relation_side(run: Callable, side: dict, exc: DeclaredSpaceViolation,
+                   max_splits: int) -> ExportedProgram | None:
+    """The side's program where its trace was refused for a condition that holds on many
+    ranges of its Dim (bamba's `pad_size > 0`, `L % 8 != 0`, on the side L >= 2 of a split
+    at L == 1) and no range expresses: both answers traced, joined by a torch.cond on the
+    relation (``relation_splits.split_refused``, as the top of an export tries where its
+    ranges are not enough); None where that fails."""
+    if not getattr(exc, "st_relation", None):
+        return None
+    try:
+        return split_refused(lambda more: run({**side, **more}), exc, max_splits)
+    except Exception as why:  # noqa: BLE001 - a split never makes an error worse
+        if str(getattr(why, "cause", "")).startswith("internal error:"):
+            raise
+        return None
 
 
 def _run_side(run: Callable, side: dict, name: str) -> tuple:
