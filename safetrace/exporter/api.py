@@ -132,10 +132,15 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
                                  guard=None if runs else first))
             return runs[-1].run(args, kwargs, dynamic_shapes)
 
-        def every(defer: bool | frozenset, named: dict | None = None) -> ExportedProgram:
-            return export_with_splits(  # (sizes 0 and 1: small_splits.py)
+        def every(defer: bool | frozenset, named: dict | None = None,
+                  start: tuple | None = None) -> ExportedProgram:
+            ep = export_with_splits(  # (sizes 0 and 1: small_splits.py)
                 functools.partial(one, defer=defer, named=named),
-                max_splits + auto_budget(named))  # (Dim.AUTO sizes 0, 1: not the user's)
+                max_splits + auto_budget(named),  # (Dim.AUTO sizes 0, 1: not the user's)
+                start[1] if start is not None and start[0] == defer else None)
+            if isinstance(getattr(ep, "split_start", None), Exception):  # (auto_seen: how
+                ep.split_start = (defer, ep.split_start)  # a warm export splits at once)
+            return ep
 
         deferred = prefer_deferred_runtime_asserts_over_guards
         # (a re-export of Dim.AUTO dims found not taken before, in the same state: auto_seen)
@@ -143,8 +148,9 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
                     (max_splits, deferred, preserve_module_call_signature))
 
         def whole() -> ExportedProgram:  # (Dim.AUTO sizes 0 and 1: auto_small.py)
-            return split_auto_small(checked_below_two(every, deferred), lambda named: (
-                checked_below_two(functools.partial(every, named=named), deferred)), seen)
+            return split_auto_small(checked_below_two(every, deferred), lambda named, start=None: (
+                checked_below_two(functools.partial(every, named=named, start=start),
+                                  deferred)), seen)
 
         ep = whole()
         # (self.n += 1 in forward: the graph must not read it)

@@ -120,13 +120,16 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
     (`seen`: an ``auto_seen.Seen``: where an earlier export in the same state returned
     its first program, `ep` again with that export's refusals; where it returned the
     export with some Dims, that export alone, with nothing else looked at.)"""
+    ep.__dict__.pop("split_start", None)  # (kept only as auto_seen's answer, below)
     if not getattr(ep, "auto_dims", False):
         seen = None  # (no Dim.AUTO / DYNAMIC size left symbolic: no re-export to remember;
         # keying and snapshotting the model cost a static mlp export ~50% more)
     known = seen.get(ep) if seen is not None else None
     if known is not None and known[0] == "named":
         try:
-            return _exported(ep, known[1], export_named(known[1]))
+            out = export_named(known[1], known[2])
+            out.__dict__.pop("split_start", None)
+            return _exported(ep, known[1], out)
         except ExportError as why:  # (not as it was found: looked at again, below)
             if str(getattr(why, "cause", "")).startswith(_INTERNAL):
                 raise
@@ -143,10 +146,12 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
     best = ep
     if named:
         out, dims = _climb(ep, named, tops, export_named, refusals)
+        # (the refusal its split started from, if any: a warm export splits at once)
+        start = out.__dict__.pop("split_start", None) if out is not None else None
         if out is not None and _fewer(out, ep, named, examples):
             best = out
             if seen is not None:
-                seen.put(ep, ("named", dims))
+                seen.put(ep, ("named", dims, start))
     if best is ep and refusals:
         ep.auto_split_refusals = refusals
     if best is ep and seen is not None:

@@ -56,9 +56,42 @@ aten = torch.ops.aten
 
 
 def export_with_splits(run: Callable[[dict], ExportedProgram],
-                       max_splits: int = MAX_SPLITS) -> ExportedProgram:
+                       max_splits: int = MAX_SPLITS,
+                       start: DeclaredSpaceViolation | None = None) -> ExportedProgram:
     """``run(overrides)`` exports with ``{Dim name: (hint, lo, hi)}`` in place of the
-    declared ranges; a refusal that only narrows named Dims is split instead."""
+    declared ranges; a refusal that only narrows named Dims is split instead.  The program
+    so split holds that refusal as ``split_start``; given as `start` (``auto_seen``: an
+    export in the same state, whose first trace is refused the same way), the sides are
+    traced at once, without that first trace (each side is sound for its own range, and
+    the sides cover the declared one whatever found them)."""
+    original = start if start is not None else _unsplit(run, max_splits)
+    if isinstance(original, ExportedProgram):
+        return original
+    sides: list[Side] = []
+    try:
+        _explore(run, getattr(original, "st_related", {}), original.st_narrowed[0], sides,
+                 [0, max_splits, original, False])
+        name, lo, hi = original.st_narrowed[0][:3]
+        ep = headed(combine(sides), header("size", _range_text(name, lo, hi),
+                                           where_of(original.problems[0].cause)))
+        ep.split_start = original.with_traceback(None)
+        return ep
+    except Exception as why:  # noqa: BLE001 - a split never makes an error worse
+        if getattr(why, "kind", "") == "too-many-splits":
+            raise
+        if getattr(original, "st_relation", None):  # a condition holding on many ranges
+            try:  # (`s % 20 < 10`): split on it as on a relation, two sides in all
+                return split_refused(run, original, max_splits)
+            except Exception:  # noqa: BLE001
+                pass
+        raise original from why
+
+
+def _unsplit(run: Callable[[dict], ExportedProgram], max_splits: int
+             ) -> ExportedProgram | DeclaredSpaceViolation:
+    """The program ``run({})`` gives (split at 0 and 1 or on a relation where it keeps
+    such a check), the program for a refusal of relations, or the refusal to split by
+    ranges (raised where it is none to split)."""
     try:
         ep = same_either_way(run, {}, run({}), max_splits)
         ep = split_small_sizes(run, ep, max_splits, _explore, combine)
@@ -74,23 +107,7 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
         if not getattr(exc, "st_narrowed", None) or max_splits <= 0 or \
                 _count_beyond(exc, max_splits):
             raise
-        original = exc
-    sides: list[Side] = []
-    try:
-        _explore(run, getattr(original, "st_related", {}), original.st_narrowed[0], sides,
-                 [0, max_splits, original, False])
-        name, lo, hi = original.st_narrowed[0][:3]
-        return headed(combine(sides), header("size", _range_text(name, lo, hi),
-                                             where_of(original.problems[0].cause)))
-    except Exception as why:  # noqa: BLE001 - a split never makes an error worse
-        if getattr(why, "kind", "") == "too-many-splits":
-            raise
-        if getattr(original, "st_relation", None):  # a condition holding on many ranges
-            try:  # (`s % 20 < 10`): split on it as on a relation, two sides in all
-                return split_refused(run, original, max_splits)
-            except Exception:  # noqa: BLE001
-                pass
-        raise original from why
+        return exc
 
 
 def _checked(run: Callable, exc: DeclaredSpaceViolation,
