@@ -33,9 +33,9 @@ from safetrace.exporter.branches import (
 from safetrace.exporter.compare import contract_key, narrower_ranges, note, signature_key
 from safetrace.exporter.contract import Condition, Contract, TensorInput
 from safetrace.exporter.declared_ranges import declared_range
-from safetrace.exporter.eager_raises import refuting, requirements_only
+from safetrace.exporter.eager_raises import ASSUMED_MIN, refuting, requirements_only
 from safetrace.exporter.program import ExportedProgram
-from safetrace.exporter.sides import ASSUMED, assumed_hold, with_assumed
+from safetrace.exporter.sides import ASSUMED, RELATED, assumed_hold, with_assumed
 from safetrace.exporter.split_report import header, two_sides, where_of
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Env, make_bool, make_float, make_int
@@ -175,10 +175,16 @@ def _split(run: Callable, overrides: dict, ep: ExportedProgram | None, relation:
     if budget[0] < 0:
         raise Unsplittable("more relation splits than max_splits")
     if ep is None or len(ep.relation_sides) > 1:  # (its other relations: split inside)
-        ep = _solve(run, with_assumed(overrides, cond), budget)
+        # (the AUTO dims the refused trace related to the Dims, as the other side has them:
+        # each side's symbols then the same, a mask's batch no symbol of its own)
+        mine = {RELATED: point[RELATED]} if ep is None and RELATED in point else {}
+        ep = _solve(run, with_assumed({**overrides, **mine}, cond), budget)
     side = with_assumed({**overrides, **point}, not_(cond))
     try:
-        other = _solve(run, side, budget)
+        try:
+            other = _solve(run, side, budget)
+        except DeclaredSpaceViolation as exc:
+            other = _cut_side(run, side, exc, cond, budget)
         if _replaced(other, ep):  # (the side where `c == a*b` has no symbol of its own
             return _join(other, ep, not_(cond), origin)  # for c: the other one's graph)
         return _join(ep, other, cond, origin)
@@ -190,6 +196,35 @@ def _split(run: Callable, overrides: dict, ep: ExportedProgram | None, relation:
     # h == w == 4): traced there, each Dim one size, which the join checks where it runs
     other = run({**side, **{ep.dim_names[s]: (v, v, v) for s, v in pins.items()}})
     return _join(ep, other, cond, origin, pins)
+
+
+def _cut_side(run: Callable, side: dict, exc: DeclaredSpaceViolation, cond: Any,
+              budget: list[int]) -> ExportedProgram:
+    """The side where `cond` fails, traced again from above the sizes below 2 of one Dim
+    that its trace refused (`exc`: pegasus_x's `L % 4 != 0` side at L == 0, where
+    `b*L != 0` fails), where `cond` alone, on that Dim's size, holds at each of them: the
+    other side runs there, so the joined program admits every size it did.  Raises `exc`
+    where that is not so."""
+    narrowed = getattr(exc, "st_narrowed", None) or []
+    if len(narrowed) != 1 or len(cond.free_symbols) != 1:
+        raise exc
+    name, lo, _, dlo, dhi, _, _ = narrowed[0]
+    entry = side.get(name)
+    if entry is None or not dlo < lo <= ASSUMED_MIN or entry[1] != dlo:
+        raise exc
+    other = _solve(run, {**side, name: (max(entry[0], lo), lo, dhi)}, budget)
+    s = next(iter(cond.free_symbols))
+    if other.dim_names.get(s) != name or not all(
+            _holds_at(cond, {s: v}) for v in range(int(dlo), int(lo))):
+        raise exc
+    return other
+
+
+def _holds_at(cond: Any, point: dict) -> bool:
+    try:
+        return bool(cond.evaluate(point))
+    except (ArithmeticError, KeyError, ValueError, TypeError):
+        return False
 
 
 def _replaced(ep: ExportedProgram, other: ExportedProgram) -> dict:
