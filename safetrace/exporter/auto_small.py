@@ -201,38 +201,53 @@ def _exported(ep: ExportedProgram, named: dict[str, Dim], out: ExportedProgram
 
 
 def _left_out(ep: ExportedProgram, named: dict[str, Dim], examples: dict[str, int],
-              sizes: Any = _SMALL) -> int:
-    """How many sizes below 2 (or of `sizes`) of `named`'s Dims `ep` refuses, each Dim's
-    input dims at that size and every other Dim.AUTO / DYNAMIC dim as in the example
-    (`examples`: input dim -> size): outside a symbol's range, or failing a run-time
-    condition there."""
+              larger: bool = False) -> int:
+    """How many sizes below 2 (or, with `larger`, of ``_larger``) of `named`'s Dims `ep`
+    refuses, each Dim's input dims at that size and every other Dim.AUTO / DYNAMIC dim as
+    in the example (`examples`: input dim -> size): outside a symbol's range, or failing
+    a run-time condition there."""
     n = 0
     for name in dict.fromkeys(d.name for d in named.values()):
         lowest = min(d.min for d in named.values() if d.name == name)
+        sizes = _larger(named, examples, name) if larger else _SMALL
         n += sum(_refuses(ep, named, examples, name, v) for v in sizes if v >= lowest)
     return n
+
+
+def _larger(named: dict[str, Dim], examples: dict[str, int], name: str) -> list[int]:
+    """The sizes of Dim `name` from 2 at which two programs are compared: each from 2 to
+    64 (or the 63 from its lower end, sew's audio from 100 samples), then up to four
+    times its example, every sixteenth of the example (sew's `t < 2*((t + 20)//40)`
+    refuses 420..439, 500..519, ... past its example 400)."""
+    lowest = max(min(d.min for d in named.values() if d.name == name), 2)
+    example = max([examples.get(w, 0) for w, d in named.items() if d.name == name] + [0])
+    step = max(example // 16, 1)
+    return sorted(set(_LARGER) | set(range(lowest, lowest + len(_LARGER) - 1)) |
+                  set(range(max(example, lowest), 4 * example + 1, step)))
 
 
 def _fewer(out: ExportedProgram, ep: ExportedProgram, named: dict[str, Dim],
            examples: dict[str, int]) -> bool:
     """Whether `out` refuses fewer sizes below 2 of `named`'s Dims than `ep` (or as many,
-    and fewer from 2 to 64: a block padding's `t % 5 != 0`), and none from 2 to 64 that
+    and fewer of ``_larger``: a block padding's `t % 5 != 0`), and none of those that
     `ep` admits."""
     small = _left_out(out, named, examples), _left_out(ep, named, examples)
     if small[0] > small[1] or _refuses_more(out, ep, named, examples):
         return False
-    return small[0] < small[1] or _left_out(out, named, examples, _LARGER) < _left_out(
-        ep, named, examples, _LARGER)
+    return small[0] < small[1] or _left_out(out, named, examples, True) < _left_out(
+        ep, named, examples, True)
 
 
 def _refuses_more(out: ExportedProgram, ep: ExportedProgram, named: dict[str, Dim],
                   examples: dict[str, int]) -> bool:
-    """Whether `out` refuses a size from 2 to 64 of a Dim of `named` that `ep` admits (the
-    other dims as in `_left_out`): bamba's length Dim stopped at 15 where the conditions
-    `s % 8 != 0` around the example stop holding, and its program refused length 20."""
+    """Whether `out` refuses a size of ``_larger`` of a Dim of `named` that `ep` admits
+    (the other dims as in `_left_out`): bamba's length Dim stopped at 15 where the
+    conditions `s % 8 != 0` around the example stop holding, and its program refused
+    length 20."""
     return any(_refuses(out, named, examples, name, v) and
                not _refuses(ep, named, examples, name, v)
-               for name in dict.fromkeys(d.name for d in named.values()) for v in _LARGER)
+               for name in dict.fromkeys(d.name for d in named.values())
+               for v in _larger(named, examples, name))
 
 
 def _refuses(ep: ExportedProgram, named: dict[str, Dim], examples: dict[str, int],
