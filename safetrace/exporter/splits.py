@@ -167,15 +167,18 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
             more = getattr(exc, "st_narrowed", None)
             if not more:
                 raise
-            kept, used = len(sides), budget[0]
+            kept, used, inside = len(sides), budget[0], budget[3]
             try:
                 _explore(run, side, more[0], sides, budget)
             except Exception as why:  # noqa: BLE001 - a relation split of the side, or that
-                joined = _relation_side(run, side, exc, budget[1]) if more[0][6] else None
+                # (only the first side refused for such a condition: inside it, the
+                # failure goes up to it, and above it, to the export's own relation split)
+                joined = _relation_side(run, side, exc, budget[1]) \
+                    if more[0][6] and not inside else None
                 if joined is None or getattr(why, "kind", "") == "too-many-splits":
                     raise
                 del sides[kept:]
-                budget[0] = used
+                budget[0], budget[3] = used, inside
                 sides.append(Side(_region(side), joined))
             continue
         ep = same_either_way(run, side, ep, budget[1])
