@@ -279,13 +279,28 @@ def _refusal(named: dict[str, Dim], why: ExportError) -> str:
 
 def _keep_origins(out: ExportedProgram, ep: ExportedProgram, named: dict) -> None:
     """The line behind each split dim's bounds in `ep` (``1 <= s0 (from ...)``), on the
-    same bounds of `out`, where they are the range its Dim was given."""
+    same bounds of `out`, where they are the range its Dim was given.  A bound `out` has
+    from its Dim (``as declared: Dim('x_shape_1', min=100)``) names no Dim the user
+    declared: it is that line too where the bounds are `ep`'s (sew's `q_length > 1`),
+    else none."""
     before = {x.where: x for x in ep.contract.symbols if x.where in named and x.origin}
-    symbols = tuple(dataclasses.replace(x, origin=before[x.where].origin)
-                    if x.where in before and not x.origin and x.backed and
-                    (x.lo, x.hi) == (before[x.where].lo, before[x.where].hi) else x
+    hidden = {repr(d) for d in named.values()}
+
+    def origin(x: Any) -> str:
+        mine = x.origin if not _declared(x.origin, hidden) else ""
+        if x.where in before and not mine and x.backed and \
+                (x.lo, x.hi) == (before[x.where].lo, before[x.where].hi):
+            return before[x.where].origin
+        return mine
+
+    symbols = tuple(dataclasses.replace(x, origin=origin(x)) if x.where in named else x
                     for x in out.contract.symbols)
     out.contract = dataclasses.replace(out.contract, symbols=symbols)
+
+
+def _declared(origin: str, hidden: set[str]) -> bool:
+    """Whether `origin` is ``as declared:`` one of the Dims (their reprs) of `hidden`."""
+    return bool(origin) and any(f"(as declared: {d})" in origin for d in hidden)
 
 
 def _named(ep: ExportedProgram) -> tuple[dict[str, Dim], dict[str, int]]:

@@ -45,3 +45,10 @@ def test_outside_the_space_is_refused_before_running(program, shape):
             MODEL(x)
     with pytest.raises(st.InputMismatchError):
         program.module()(x)
+
+
+def test_the_refusal_below_the_range_names_the_line_not_a_hidden_dim(program):
+    with pytest.raises(st.InputMismatchError) as err:
+        program.module()(torch.randn(2, 99))
+    assert "as declared" not in str(err.value)  # (the user declared Dim.AUTO, no Dim)
+    assert "x[:, 99]" in str(err.value)
