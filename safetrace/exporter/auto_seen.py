@@ -7,7 +7,8 @@ retry cost every export several traces, warm ones included (swin: 0.04 s without
 0.3 s with it).  Its answer is remembered: where the first program was returned, a warm
 export returns it again (always sound: it keeps its checks); where a wider one was, a
 warm export makes only the export with the Dims that gave it (each export is sound for
-its own contract).  To give what an export without this memory would give, an answer is
+its own contract; where it was a size split, only its sides: the refused trace the split
+started from is remembered with it).  To give what an export without this memory would give, an answer is
 reused only where everything the retry reads is as it was when it was found:
 
 - the call: each input's type, shape, strides, dtype, device and requires_grad (plain
@@ -55,7 +56,9 @@ _SCALARS = (int, float, bool, str, bytes, complex, type(None))
 class Seen:
     """The memory for one export: ``get(ep)`` gives the answer remembered for first
     program `ep` in the same state, else None; ``put(ep, answer)`` remembers one
-    (auto_small's: ``("first", refusals)`` or ``("named", {input dim: Dim})``)."""
+    (auto_small's: ``("first", refusals)`` or ``("named", {input dim: Dim}, start)``,
+    `start` the refusal that export's size split started from, or None: a warm export
+    traces that split's sides at once, ``splits.export_with_splits(start=)``)."""
 
     __slots__ = ("model", "fn", "_given", "_call", "_state")
 
