@@ -143,14 +143,21 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
             return ep
 
         deferred = prefer_deferred_runtime_asserts_over_guards
-        # (a re-export of Dim.AUTO dims found not taken before, in the same state: auto_seen)
-        seen = Seen(model, fn, args, kwargs, dynamic_shapes,
-                    (max_splits, deferred, preserve_module_call_signature))
+        # (a re-export of Dim.AUTO dims found not taken before, in the same state: auto_seen;
+        # made when first needed, one for every whole() of this export)
+        seen: list[Seen] = []
 
         def whole() -> ExportedProgram:  # (Dim.AUTO sizes 0 and 1: auto_small.py)
-            return split_auto_small(checked_below_two(every, deferred), lambda named, start=None: (
+            first = checked_below_two(every, deferred)
+            if not getattr(first, "auto_dims", False):
+                return first  # (no Dim.AUTO / DYNAMIC size left symbolic: split_auto_small
+                # finds no place, relation or Dim to re-export and returns it as it is)
+            if not seen:
+                seen.append(Seen(model, fn, args, kwargs, dynamic_shapes,
+                                 (max_splits, deferred, preserve_module_call_signature)))
+            return split_auto_small(first, lambda named, start=None: (
                 checked_below_two(functools.partial(every, named=named, start=start),
-                                  deferred)), seen)
+                                  deferred)), seen[0])
 
         ep = whole()
         # (self.n += 1 in forward: the graph must not read it)

@@ -13,6 +13,7 @@ graph inserts before (what ``Node.prepend`` calls): two Python calls less per no
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
@@ -64,6 +65,48 @@ def add_node(graph: Graph, target: Any, args: tuple, kwargs: dict, name: str,
         (op, target if op == "call_function" else None)][n] = None
     graph._len += 1
     return n
+
+
+def add_getitems(graph: Graph, node: Node, count: int, stack_trace: str) -> list[Node]:
+    """``[add_node(graph, operator.getitem, (node, i), {}, "getitem") for i in
+    range(count)]``, each with `stack_trace`: one call for the pieces of a result (a
+    split's), their names worked out as ``unique_name`` does, inline."""
+    if not count:  # (an unbind of a size-0 dim: no piece, no table entry)
+        return []
+    if not FAST_NODES or graph._owning_module is not None or _GETITEM_ODD:
+        out = [add_node(graph, operator.getitem, (node, i), {}, "getitem")
+               for i in range(count)]
+    else:
+        ns = graph._graph_namespace
+        used, counts, names = ns._used_names, ns._base_count, ns._obj_to_name
+        insert = graph._insert
+        prepend = insert.__self__._prepend if getattr(insert, "__func__", None) is PREPEND \
+            else None
+        # (fx's find_nodes table: keyed by op and target)
+        table = graph._find_nodes_lookup_table.table[("call_function", operator.getitem)]
+        out = []
+        for i in range(count):
+            num = counts.get("getitem", 0)  # (unique_name of "getitem": its base, no
+            unique = "getitem"                # number, not a name fx refuses)
+            while unique in used:
+                num += 1
+                unique = f"getitem_{num}"
+            used.add(unique)
+            counts["getitem"] = num
+            n = NEW_NODE(Node)  # (add_node's fast path, as it makes each node)
+            INIT_NODE(n, graph, unique, "call_function", operator.getitem, None)
+            n._update_args_kwargs((node, i), NO_KWARGS)
+            names[n] = unique
+            if prepend is not None:
+                prepend(n)
+            else:
+                insert(n)
+            table[n] = None
+            out.append(n)
+        graph._len += count
+    for n in out:
+        n.meta["stack_trace"] = stack_trace
+    return out
 
 
 def add_placeholder(graph: Graph, name: str) -> Node:
@@ -163,6 +206,10 @@ _PLACEHOLDER_BASES: dict[str, str] = {}  # placeholder target -> fx's base name 
 SPLITS: dict[str, tuple[str, str | None, bool]] = {}
 _NAME_REGEX = getattr(fx_graph, "_name_regex", None)
 _ILLEGAL = getattr(fx_graph, "_illegal_names", None)
+# (whether fx splits "getitem" otherwise than as a base with no number, or refuses it:
+# add_getitems then names its nodes by unique_name)
+_GETITEM_ODD = _NAME_REGEX is None or _ILLEGAL is None or "getitem" in _ILLEGAL or \
+    getattr(_NAME_REGEX.match("getitem"), "group", lambda *_: None)(1, 2) != ("getitem", None)
 
 
 def unique_name(ns: Any, candidate: str) -> str:

@@ -68,10 +68,9 @@ import torch
 
 from safetrace.errors import autocast_active
 from safetrace.meta import TensorMeta
-from safetrace.meta.tensor import static_meta
 from safetrace.meta.active import ACTIVE
 from safetrace.trace.autocast import autocast_changes
-from safetrace.trace.graph import FAST_NODES, add_node
+from safetrace.trace.graph import FAST_NODES, add_getitems
 from safetrace.trace.index_ranges import CHECKS
 from safetrace.trace.layout import UNREAD, view_check, view_proven, view_sizes
 from safetrace.trace.proxy import WRAPPER, Proxy
@@ -284,8 +283,16 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
                                    _STRIDED, out_static[2])
     # (an entry on symbolic sizes holds its symbolic key: sizes as expressions, made
     # values of this export's env)
-    result.st_meta = static_meta(out_static) if epoch is None else \
-        _symbolic_meta(out_static, env)
+    if epoch is None:  # (meta.tensor.static_meta, inline: one Python call less per op)
+        result.st_meta = m = _NEW_META(TensorMeta)
+        m.shape = shape = out_static[0]
+        m.ndim = len(shape)
+        m.dtype, m.device = out_static[1], out_static[2]
+        m._bounds = m._mask_cell = m._symbolic = None
+        m._bounds_epoch = 0
+        m.static = out_static
+    else:
+        result.st_meta = _symbolic_meta(out_static, env)
     result.st_node = node
     result.st_layout = result._st_value = None  # (Proxy's slots, all set here)
     if contig is True:
@@ -326,6 +333,7 @@ def _symbolic_meta(key: tuple, env: Any) -> TensorMeta:
     meta._symbolic = (env, key)
     return meta
 _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
+_NEW_META = object.__new__  # (TensorMeta's, as meta.tensor.static_meta makes one)
 
 
 class Slot:
@@ -503,20 +511,31 @@ def _pieces(tr: Recorder, node: torch.fx.Node, statics: tuple, layout: tuple) ->
     `layout`: the kind of list and named tuple type of the result, and their layouts),
     one getitem node each, as ``Tracer.wrap`` makes them."""
     (kind, named), contigs = layout
-    graph, trace = tr.scope.graph, node.meta["stack_trace"]
+    trace = node.meta["stack_trace"]
     items = []
-    for i, out_static in enumerate(statics):
-        item = add_node(graph, operator.getitem, (node, i), {}, "getitem")
-        item.meta["stack_trace"] = trace
+    # (the getitem nodes made in one call; each result's meta as static_meta makes it,
+    # and a strided piece's layout as set_layout's first case, inline)
+    for i, (item, out_static) in enumerate(zip(
+            add_getitems(tr.scope.graph, node, len(statics), trace), statics)):
         p = item.meta["val"] = WRAPPER(Proxy, out_static[0], None, None, None,
                                        out_static[1], _STRIDED, out_static[2])
-        p.st_meta = static_meta(out_static)
+        p.st_meta = m = _NEW_META(TensorMeta)
+        m.shape = shape = out_static[0]
+        m.ndim = len(shape)
+        m.dtype, m.device = out_static[1], out_static[2]
+        m._bounds = m._mask_cell = m._symbolic = None
+        m._bounds_epoch = 0
+        m.static = out_static
         p.st_node = item
-        p.st_layout = p._st_value = None  # (Proxy's slots, all set here)
-        if contigs[i] is True:
-            p.st_contig = True
+        p._st_value = None  # (Proxy's slots, all set here)
+        contig = contigs[i]
+        if contig is True:
+            p.st_contig, p.st_layout = True, None
+        elif contig.__class__ is Strided:
+            p.st_contig, p.st_layout = None, (contig[0], contig[1])
         else:
-            set_layout(p, contigs[i])
+            p.st_layout = None
+            set_layout(p, contig)
         items.append(p)
     node.meta["val"] = items if kind is list else tuple(items)
     return named(items) if named is not None else node.meta["val"]

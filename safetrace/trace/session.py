@@ -386,16 +386,19 @@ _WARN_ONLY = getattr(torch._C, "_get_deterministic_algorithms_warn_only",
 _ANY_AUTOCAST = getattr(torch._C, "_is_any_autocast_enabled", None)
 
 
-def _autocast_off() -> bool:
-    return _ANY_AUTOCAST is not None and not _ANY_AUTOCAST()
+# (torch's readers of the modes, bound once: each export reads them twice)
+_GRAD_ENABLED, _DEFAULT_DTYPE = torch.is_grad_enabled, torch.get_default_dtype
+_CAST_ENABLED = getattr(torch, "is_autocast_enabled", None)
+_CAST_DTYPE = getattr(torch, "get_autocast_dtype", None)
 
 
 def _snapshot() -> tuple:
-    off = _autocast_off()
-    autocast = tuple([(d, False if off else torch.is_autocast_enabled(d),
-                       torch.get_autocast_dtype(d)) for d in _AUTOCAST_DEVICES])
-    return (torch.is_grad_enabled(), torch.get_default_dtype(), _DETERMINISTIC(),
-            _WARN_ONLY(), autocast)
+    off = _ANY_AUTOCAST is not None and not _ANY_AUTOCAST()
+    autocast = []  # (a loop: a comprehension is a call of its own)
+    for d in _AUTOCAST_DEVICES:
+        autocast.append((d, False if off else _CAST_ENABLED(d), _CAST_DTYPE(d)))
+    return (_GRAD_ENABLED(), _DEFAULT_DTYPE(), _DETERMINISTIC(), _WARN_ONLY(),
+            tuple(autocast))
 
 
 def _restore(snap: tuple, process_wide: bool) -> None:
@@ -403,17 +406,17 @@ def _restore(snap: tuple, process_wide: bool) -> None:
     dtype, deterministic algorithms) when `process_wide` (this export may have changed them
     and no other thread did meanwhile)."""
     grad, dtype, deterministic, warn_only, autocast = snap
-    if torch.is_grad_enabled() != grad:
+    if _GRAD_ENABLED() != grad:
         torch.set_grad_enabled(grad)
-    if process_wide and torch.get_default_dtype() != dtype:
+    if process_wide and _DEFAULT_DTYPE() != dtype:
         torch._C._set_default_dtype(dtype)  # (torch's own setter's call, whatever is in place)
-    if process_wide and (_DETERMINISTIC(), _WARN_ONLY()) != (deterministic, warn_only):
+    if process_wide and (_DETERMINISTIC() != deterministic or _WARN_ONLY() != warn_only):
         torch._C._set_deterministic_algorithms(deterministic, warn_only=warn_only)
-    off = _autocast_off()
+    off = _ANY_AUTOCAST is not None and not _ANY_AUTOCAST()
     for device, enabled, cast_dtype in autocast:
-        if (enabled if off else torch.is_autocast_enabled(device) != enabled):
+        if (enabled if off else _CAST_ENABLED(device) != enabled):
             torch.set_autocast_enabled(device, enabled)
-        if torch.get_autocast_dtype(device) != cast_dtype:
+        if _CAST_DTYPE(device) != cast_dtype:
             torch.set_autocast_dtype(device, cast_dtype)
 
 

@@ -97,26 +97,36 @@ def fixed_layout(node: Any) -> bool:
     input's layout (an input may come with any strides unless the program checks them),
     only on the program's state and on results that are new row-major tensors."""
     seen: set = set()
+    add = seen.add
     todo = [node]
+    pop, extend = todo.pop, todo.extend
+    tensor = torch.Tensor
     while todo:
-        n = todo.pop()
+        n = pop()
         if n in seen:
             continue
-        seen.add(n)
+        add(n)
         if len(seen) > _WALK:
             return False
-        if not isinstance(n.meta.get("val"), torch.Tensor):
+        if not isinstance(n.meta.get("val"), tensor):
             continue  # (a size read, a number: no layout to carry)
-        if n.op == "placeholder":
+        op = n.op
+        if op == "placeholder":
             if n.meta.get("kind") not in _STATE_KINDS:
                 return False
             continue
-        if n.op != "call_function":
+        if op != "call_function":
             return False
         if getattr(n.target, "_opname", None) in _FRESH:
             continue
-        todo.extend(n.all_input_nodes)
+        # (fx's all_input_nodes, read from the node's own table: a Python property's
+        # call and a list less per node)
+        extend(n._input_nodes if _INPUT_TABLE else n.all_input_nodes)
     return True
+
+
+# (whether fx's nodes keep their inputs in the table all_input_nodes lists, in order)
+_INPUT_TABLE = hasattr(getattr(torch._C, "_NodeBase", None), "_input_nodes")
 
 
 def strided(p: Proxy) -> bool:
