@@ -11,6 +11,7 @@ node's value, compared with ours like every other node's.
 from __future__ import annotations
 
 import logging
+import math
 import os
 from typing import Any
 
@@ -119,7 +120,11 @@ def identity_slice(conv: Any, node: torch.fx.Node, args: tuple) -> tuple | None:
         n.meta["val"] = val
         return n
 
-    sizes = [v if i == d else part(s, _aten.sym_size.int, i) for i, s in enumerate(theirs.shape)]
+    # (a size of ours that is symbolic is read from the input even where torch's fake has a
+    # number: a guard torch made while merging another cond's outputs can pin a symbol to
+    # its example value, `y.shape[1]` to 1, which the view must not keep; fuzz 35)
+    sizes = [v if i == d else part(s, _aten.sym_size.int, i, read=not isinstance(o, int))
+             for i, (s, o) in enumerate(zip(theirs.shape, ours_in.shape))]
     # (the strides and offset read from the input where it runs: the fake's are a
     # contiguous input's, a strided input's differ)
     strides = [part(s, _aten.sym_stride.int, i, read=True)
@@ -198,6 +203,21 @@ def quiet_symbol_logs(shape_env: Any) -> None:
     shape_env._log_create_unbacked_symbol = log_create_unbacked_symbol
 
 
+def hop_value(conv: Any, op: Any, args: tuple, kwargs: dict) -> Any:
+    """`op`'s value on fake values (`run_hop`); where torch's cond cannot run its sides at
+    each other's sizes or merge their outputs (`merge_refused`), the value from ours
+    (`cond_from_ours`), the failed try's sizes from data bound to nothing."""
+    pending = conv.shape_env.pending_fresh_unbacked_symbols
+    mark = len(pending)
+    try:
+        return run_hop(op, args, kwargs)
+    except Exception as exc:  # noqa: BLE001 - reraised unless torch's merge refused
+        if not merge_refused(op, exc):
+            raise
+    del pending[mark:]
+    return cond_from_ours(conv, conv.current)
+
+
 def run_hop(op: Any, args: tuple, kwargs: dict) -> Any:
     """`op` on fake values; torch's cond takes branches that write their inputs in place
     (a StaticCache updated on a size split's sides) only without autograd, and branch
@@ -207,6 +227,14 @@ def run_hop(op: Any, args: tuple, kwargs: dict) -> Any:
     env = _shape_env(args)
     mark = len(env.pending_fresh_unbacked_symbols) if env is not None else 0
     try:
+        if op is torch.ops.higher_order.cond and env is not None:
+            # (torch's merge of the branches' outputs orders their strides by comparing
+            # sizes at the example's values, and such a comparison made a guard that pinned
+            # a size to its example value, `y.shape[1] == 1`, for every later node: its
+            # answers only order the strides, and the branches' own nodes were converted,
+            # their guards recorded, already; fuzz 35)
+            with env.suppress_guards():
+                return op(*args, **kwargs)
         return op(*args, **kwargs)
     except StructuredError:  # (safetrace's own, a RuntimeError for some: as it is)
         raise
@@ -219,6 +247,68 @@ def run_hop(op: Any, args: tuple, kwargs: dict) -> Any:
             raise
     with torch.no_grad():
         return op(*args, **kwargs)
+
+
+def merge_refused(op: Any, exc: BaseException) -> bool:
+    """Whether `exc` is torch's fake cond failing to run its branches again at each
+    other's sizes or to merge their outputs (``cond_fake_tensor_mode``): a size that is, or
+    may be, 0 on one side (strides ``s*Max(1, u)`` against ``s*u``, ``Ne(u, 1)`` asked of
+    a size read from data), a view that holds only at its own side's sizes (``False !=
+    True``). Our conversion of each branch node succeeded already."""
+    if op is not torch.ops.higher_order.cond or isinstance(exc, StructuredError) or \
+            not isinstance(exc, (RuntimeError, AssertionError, KeyError)):
+        return False
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "cond_fake_tensor_mode":
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def cond_from_ours(conv: Any, node: torch.fx.Node) -> Any:
+    """The value of our cond `node` made from our outputs' shapes (one form for every side,
+    proven for the whole input space, the form the nodes after it were converted with), as
+    torch's merge makes its value: a size torch does not know yet (one the sides make
+    differently, or from data) a fresh data-dependent symbol with our range, which the
+    cond node binds (its ``unbacked_bindings``). Only metadata: at run time the cond runs
+    the branch its predicate picks."""
+    ours = node.meta["val"]
+    if isinstance(ours, (tuple, list)):
+        return tuple(_merged(conv, o) for o in ours)
+    return _merged(conv, ours)
+
+
+def _merged(conv: Any, val: Any) -> Any:
+    if isinstance(val, torch.Tensor):
+        sizes = [_merged_size(conv, s) for s in val.shape]
+        return torch.empty(sizes, dtype=val.dtype, device=val.device)
+    if hasattr(val, "expr") and hasattr(val, "env"):
+        return _merged_size(conv, val)
+    return val
+
+
+def _merged_size(conv: Any, s: Any) -> Any:
+    if isinstance(s, int):
+        return s
+    e = to_expr(s.env.simplify(s.expr))
+    em = conv.emitter
+    for name in sorted(e.free_symbols):
+        if name not in em.values:
+            u = conv.shape_env.create_unbacked_symint()  # (pending: the node binds it)
+            r = s.env.bounds(sym(name))
+            lo = int(r.lo) if r.lo != -math.inf else 0
+            hi = int_oo() if r.hi == math.inf else int(r.hi)
+            conv.shape_env.constrain_symbol_range(u.node.expr, max(lo, 0), hi)
+            em.values[name] = u
+            em.symbol_names[u.node.expr] = sym(name)
+    return evaluate(e, em.values)
+
+
+def int_oo() -> Any:
+    from torch.utils._sympy.numbers import int_oo as inf
+
+    return inf
 
 
 def _shape_env(args: tuple) -> Any:

@@ -49,9 +49,9 @@ from safetrace.interop.input_guards import input_guards, with_guards
 from safetrace.interop.quoted_guards import quoted_paths
 from safetrace.interop.load_checks import lowered
 from safetrace.interop.memos import MASK_OPS, remember, shared_rows
-from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of,
+from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, hop_value,
                                    holds_where_branch_runs, identity_slice, map_under_grad,
-                                   quiet_symbol_logs, run_hop, sizes_from_data,
+                                   quiet_symbol_logs, sizes_from_data,
                                    without_empty_regions, written_after)
 from safetrace.interop.lazy import fx_config, graph_signature, python_dispatch
 from safetrace.symbolic import to_expr
@@ -293,7 +293,7 @@ class _Converter:
         vals = torch.fx.node.map_arg((args, kwargs), lambda n: subs[n] if n in subs
                                      else n.meta["val"])
         if isinstance(target, torch._ops.HigherOrderOperator):
-            return detached(run_hop(target, vals[0], vals[1]))
+            return detached(hop_value(self, target, vals[0], vals[1]))
         return detached(target(*vals[0], **vals[1]))
 
     def call_node(self, node: torch.fx.Node) -> None:
