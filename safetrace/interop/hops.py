@@ -13,16 +13,17 @@ from __future__ import annotations
 import logging
 import math
 import os
+import warnings
 from typing import Any
 
 import torch
 
-from safetrace.errors import StructuredError
+from safetrace.errors import ConversionWarning, StructuredError
 from safetrace.errors import interop as EI
 from safetrace.interop.contract import evaluate
 from safetrace.interop.hierarchy import Boundaries
 from safetrace.interop.implication import implied
-from safetrace.interop.node_checks import branch_symbols
+from safetrace.interop.node_checks import branch_symbols, where
 from safetrace.symbolic import canon, to_expr
 from safetrace.symbolic.expr import const, sym
 from safetrace.trace.hops import submodules
@@ -215,6 +216,7 @@ def hop_value(conv: Any, op: Any, args: tuple, kwargs: dict) -> Any:
         if not merge_refused(op, exc):
             raise
     del pending[mark:]
+    warnings.warn(merged_from_ours(where(conv.current)), ConversionWarning, stacklevel=7)
     return cond_from_ours(conv, conv.current)
 
 
@@ -573,3 +575,16 @@ def map_under_grad(where: str) -> str:
             f"to contain only concrete integers`): run the converted program under "
             f"torch.no_grad() or torch.inference_mode(). ep.module() runs it with grad, as "
             f"eager (docs/deploying.md#batched-detectors)")
+
+
+def merged_from_ours(where: str) -> str:
+    """The warning ``ep.to_torch()`` gives for a cond whose value it made from safetrace's
+    shapes (torch's cond could not merge its sides: `hop_value`)."""
+    return (f"ep.to_torch(): torch's cond cannot run the branches of the cond{where} at each "
+            f"other's sizes and merge their outputs (a size that is, or may be, 0 on one "
+            f"side): its value in the converted program is made from safetrace's shapes, "
+            f"which hold for every input the program accepts. The converted program runs "
+            f"(.module(), torch.export.save); tools that trace it again "
+            f"(run_decompositions, AOTInductor, st.to_onnx, ExecuTorch) run torch's cond "
+            f"and stop there: declare the split Dim's range to one side of the split, or "
+            f"deploy with st.save / st.load (docs/deploying.md#conds-torch-cannot-merge)")

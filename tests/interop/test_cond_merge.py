@@ -91,3 +91,16 @@ def test_cond_sides_convert_like_eager(name, way, monkeypatch):
         monkeypatch.setenv("SAFETRACE_VERIFY_TO_TORCH", "0")
     computed = converts_like_eager(model, example, spec, others, outside, way=way)
     assert computed == 1 + len(others)
+
+
+def test_a_value_from_ours_is_named():
+    """The conversion says which cond's value it made from safetrace's shapes, and that
+    tools tracing the program again stop at it (run_decompositions runs torch's cond)."""
+    import safetrace as st
+
+    model, example, spec, *_ = CASES["data_dependent_stride"]
+    ep = st.export(model, tuple(torch.randn(*s) for s in example), dynamic_shapes=spec)
+    with pytest.warns(st.ConversionWarning, match=r"torch's cond cannot run the branches of "
+                      r"the cond.*run_decompositions"):
+        converted = ep.to_torch()
+    assert "cond" in str(converted.graph_module.code)
