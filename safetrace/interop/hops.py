@@ -256,16 +256,22 @@ def merge_refused(op: Any, exc: BaseException) -> bool:
     other's sizes or to merge their outputs (``cond_fake_tensor_mode``): a size that is, or
     may be, 0 on one side (strides ``s*Max(1, u)`` against ``s*u``, ``Ne(u, 1)`` asked of
     a size read from data), a view that holds only at its own side's sizes (``False !=
-    True``). Our conversion of each branch node succeeded already."""
+    True``), or tracing a side again for its schema under autograd. Our conversion of
+    each branch node succeeded already."""
     if op is not torch.ops.higher_order.cond or isinstance(exc, StructuredError) or \
             not isinstance(exc, (RuntimeError, AssertionError, KeyError)):
         return False
     tb = exc.__traceback__
     while tb is not None:
-        if tb.tb_frame.f_code.co_name == "cond_fake_tensor_mode":
+        if tb.tb_frame.f_code.co_name in _COND_TRACES:
             return True
         tb = tb.tb_next
     return False
+
+
+# torch's fake cond, and its schema for autograd (operands that require grad: each branch
+# traced again at the operands' sizes; fuzz seed 1)
+_COND_TRACES = ("cond_fake_tensor_mode", "gen_schema")
 
 
 def cond_from_ours(conv: Any, node: torch.fx.Node) -> Any:
