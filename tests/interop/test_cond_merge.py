@@ -58,6 +58,18 @@ class _FirstRowAndCond(torch.nn.Module):
         return v1, torch.cond(y.shape[0] > 1, big, lambda u: u * 0.5, (y,))
 
 
+class _EmptyRowsAndCond(torch.nn.Module):
+    def forward(self, x, y, z):
+        v0 = torch.cond(len(z) % 2 == 1, lambda t: t + y.sum(), lambda t: t - 1, (z,))
+        v1 = z[:0]
+        if 1 in x.shape:   # a relation split of the whole program, each side's z[:0] a view
+            v7 = x.flatten()
+        else:
+            v7 = x.reshape(-1) * 2
+        return v0, v1, v7
+
+
+_d0 = Dim("d0", min=2)
 _y = {0: Dim("d2", min=1), 1: Dim("d3", min=1, max=4), 2: Dim("d4", max=4)}
 CASES = {
     # (model, example shapes, spec, other shapes (0 and 1 among them), shapes outside)
@@ -77,6 +89,14 @@ CASES = {
     "merge_pins_no_size": (_FirstRowAndCond(), [(1, 1, 4)], (_y,),
                            [[(8, 4, 4)], [(1, 1, 0)], [(2, 1, 4)], [(3, 4, 1)], [(2, 3, 2)]],
                            [(2, 5, 1)]),
+    # the same through values (fuzz seed 2: z[:0] had 2 columns where z has 1, before)
+    "merge_pins_no_size_values": (
+        _EmptyRowsAndCond(), [(4, 2, 4), (2, 0), (2, 0, 2, 2)],
+        ({1: _d0, 2: Dim("d1")}, {0: Dim.AUTO}, {0: Dim.DYNAMIC, 2: _d0, 3: Dim("d2", max=2)}),
+        [[(4, 2, 1), (5, 0), (2, 0, 2, 1)], [(4, 3, 0), (0, 0), (1, 0, 3, 0)],
+         [(4, 2, 1), (1, 0), (0, 0, 2, 2)], [(4, 5, 3), (3, 0), (3, 0, 5, 1)],
+         [(4, 2, 2), (2, 0), (1, 0, 2, 0)]],
+        [(4, 2, 1), (5, 0), (2, 0, 2, 3)]),
 }
 
 
