@@ -20,6 +20,7 @@ import torch
 
 from safetrace.errors import ConversionWarning, StructuredError
 from safetrace.errors import interop as EI
+from safetrace.interop.construct import root_of
 from safetrace.interop.contract import evaluate
 from safetrace.interop.hierarchy import Boundaries
 from safetrace.interop.implication import implied
@@ -179,10 +180,8 @@ def convert_subgraph(conv: Any, graph: torch.fx.Graph) -> torch.fx.GraphModule:
             elif n.op == "output":
                 conv.graph.output(torch.fx.node.map_arg(n.args[0], conv.env.__getitem__))
         functional_writes(conv.graph)
-        root = torch.nn.Module()
-        for name, gm in conv.attrs.items():  # (subgraphs, pytree specs of flat_apply)
-            setattr(root, name, gm)
-        return torch.fx.GraphModule(root, conv.graph)
+        # (its subgraphs, pytree specs of flat_apply)
+        return torch.fx.GraphModule(root_of(conv.attrs), conv.graph)
     finally:
         scope.__exit__(None, None, None)
         conv.graph, conv.env, conv.bounds, conv.stacks, conv.attrs = saved

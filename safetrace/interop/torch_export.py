@@ -31,7 +31,7 @@ from safetrace.errors import ConversionWarning
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.construct import (allowed_builtins, config_set, exported_program,
-                                         provenance, training_verifier)
+                                         provenance, root_of, training_verifier)
 from safetrace.interop.contract import ContractEmitter, shared_custom_meta
 from safetrace.interop.fakes import KNOWN, FakeBuilder, builds, detached
 from safetrace.interop.modes import conversion_mode, entered, outside_modes
@@ -157,9 +157,7 @@ class _Converter:
         self._as_torch_settings()
         tree = getattr(ep, "module_tree", None)
         provenance(self.graph, getattr(tree, "root_type", "torch.nn.modules.module.Module"))
-        root = torch.nn.Module()
-        for name, sub in self.attrs.items():  # (subgraphs, pytree specs of flat_apply)
-            setattr(root, name, sub)
+        root = root_of(self.attrs)  # (subgraphs, pytree specs of flat_apply)
         signature = ExportGraphSignature(inputs, outputs)
         graph = self.graph
         if self.export_grad is not None:
