@@ -11,6 +11,8 @@ values at other sizes (0 and 1 included), through ``ep.to_torch()`` and through
 
 from __future__ import annotations
 
+import io
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -115,7 +117,8 @@ def test_cond_sides_convert_like_eager(name, way, monkeypatch):
 
 def test_a_value_from_ours_is_named():
     """The conversion says which cond's value it made from safetrace's shapes, and that
-    tools tracing the program again stop at it (run_decompositions runs torch's cond)."""
+    tools tracing the program again stop at it (run_decompositions runs torch's cond);
+    torch.export.save / load keep the program."""
     import safetrace as st
 
     model, example, spec, *_ = CASES["data_dependent_stride"]
@@ -124,3 +127,11 @@ def test_a_value_from_ours_is_named():
                       r"the cond.*run_decompositions"):
         converted = ep.to_torch()
     assert "cond" in str(converted.graph_module.code)
+    # torch's own file format takes it, and its loaded program computes eager's values
+    buf = io.BytesIO()
+    torch.export.save(converted, buf)
+    buf.seek(0)
+    for shapes in [example, [(1, 1), (1, 1, 3)], [(3, 5), (1, 4, 2)]]:
+        args = tuple(torch.randn(*s) for s in shapes)
+        torch.testing.assert_close(torch.export.load(io.BytesIO(buf.getvalue())).module()(
+            *args), model(*args))
