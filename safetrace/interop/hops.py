@@ -255,10 +255,11 @@ def merge_refused(op: Any, exc: BaseException) -> bool:
     other's sizes or to merge their outputs (``cond_fake_tensor_mode``): a size that is, or
     may be, 0 on one side (strides ``s*Max(1, u)`` against ``s*u``, ``Ne(u, 1)`` asked of
     a size read from data), a view that holds only at its own side's sizes (``False !=
-    True``), or tracing a side again for its schema under autograd. Our conversion of
-    each branch node succeeded already."""
+    True``, ``cond must be a bool, but got SymInt`` of its own check), or tracing a side
+    again for its schema under autograd. Our conversion of each branch node succeeded
+    already."""
     if op is not torch.ops.higher_order.cond or isinstance(exc, StructuredError) or \
-            not isinstance(exc, (RuntimeError, AssertionError, KeyError)):
+            not isinstance(exc, (RuntimeError, AssertionError, KeyError, TypeError)):
         return False
     tb = exc.__traceback__
     while tb is not None:
