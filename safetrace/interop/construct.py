@@ -28,6 +28,23 @@ from safetrace.interop.lazy import exported_program_module, verifier
 from safetrace.interop.rebind import rebound
 
 
+def root_of(attrs: dict) -> torch.nn.Module:
+    """The root module a converted graph module is made from: a new ``nn.Module`` holding
+    `attrs` (subgraphs, pytree specs), else one bare module shared by every conversion,
+    which nothing writes (the graph module reads only its ``training``): ``nn.Module()``
+    costs ~13 µs, 3% of a small program's conversion (trace_mlp 1,600k -> 1,552k
+    instructions)."""
+    if not attrs:
+        return _BARE_ROOT
+    root = torch.nn.Module()
+    for name, value in attrs.items():
+        setattr(root, name, value)
+    return root
+
+
+_BARE_ROOT = torch.nn.Module()
+
+
 def exported_program(*, validate: bool, guards: bool = True, **fields: Any) -> Any:
     """``ExportedProgram(**fields)`` with a lazily compiled graph module, validated by its
     verifiers if `validate`; `guards`: False where the graph's ShapeEnv holds no guard

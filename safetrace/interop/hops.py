@@ -11,17 +11,20 @@ node's value, compared with ours like every other node's.
 from __future__ import annotations
 
 import logging
+import math
 import os
+import warnings
 from typing import Any
 
 import torch
 
-from safetrace.errors import StructuredError
+from safetrace.errors import ConversionWarning, StructuredError
 from safetrace.errors import interop as EI
+from safetrace.interop.construct import root_of
 from safetrace.interop.contract import evaluate
 from safetrace.interop.hierarchy import Boundaries
 from safetrace.interop.implication import implied
-from safetrace.interop.node_checks import branch_symbols
+from safetrace.interop.node_checks import branch_symbols, where
 from safetrace.symbolic import canon, to_expr
 from safetrace.symbolic.expr import const, sym
 from safetrace.trace.hops import submodules
@@ -119,7 +122,11 @@ def identity_slice(conv: Any, node: torch.fx.Node, args: tuple) -> tuple | None:
         n.meta["val"] = val
         return n
 
-    sizes = [v if i == d else part(s, _aten.sym_size.int, i) for i, s in enumerate(theirs.shape)]
+    # (a size of ours that is symbolic is read from the input even where torch's fake has a
+    # number: a guard torch made while merging another cond's outputs can pin a symbol to
+    # its example value, `y.shape[1]` to 1, which the view must not keep; fuzz 35)
+    sizes = [v if i == d else part(s, _aten.sym_size.int, i, read=not isinstance(o, int))
+             for i, (s, o) in enumerate(zip(theirs.shape, ours_in.shape))]
     # (the strides and offset read from the input where it runs: the fake's are a
     # contiguous input's, a strided input's differ)
     strides = [part(s, _aten.sym_stride.int, i, read=True)
@@ -173,10 +180,8 @@ def convert_subgraph(conv: Any, graph: torch.fx.Graph) -> torch.fx.GraphModule:
             elif n.op == "output":
                 conv.graph.output(torch.fx.node.map_arg(n.args[0], conv.env.__getitem__))
         functional_writes(conv.graph)
-        root = torch.nn.Module()
-        for name, gm in conv.attrs.items():  # (subgraphs, pytree specs of flat_apply)
-            setattr(root, name, gm)
-        return torch.fx.GraphModule(root, conv.graph)
+        # (its subgraphs, pytree specs of flat_apply)
+        return torch.fx.GraphModule(root_of(conv.attrs), conv.graph)
     finally:
         scope.__exit__(None, None, None)
         conv.graph, conv.env, conv.bounds, conv.stacks, conv.attrs = saved
@@ -198,6 +203,22 @@ def quiet_symbol_logs(shape_env: Any) -> None:
     shape_env._log_create_unbacked_symbol = log_create_unbacked_symbol
 
 
+def hop_value(conv: Any, op: Any, args: tuple, kwargs: dict) -> Any:
+    """`op`'s value on fake values (`run_hop`); where torch's cond cannot run its sides at
+    each other's sizes or merge their outputs (`merge_refused`), the value from ours
+    (`cond_from_ours`), the failed try's sizes from data bound to nothing."""
+    pending = conv.shape_env.pending_fresh_unbacked_symbols
+    mark = len(pending)
+    try:
+        return run_hop(op, args, kwargs)
+    except Exception as exc:  # noqa: BLE001 - reraised unless torch's merge refused
+        if not merge_refused(op, exc):
+            raise
+    del pending[mark:]
+    warnings.warn(merged_from_ours(where(conv.current)), ConversionWarning, stacklevel=7)
+    return cond_from_ours(conv, conv.current)
+
+
 def run_hop(op: Any, args: tuple, kwargs: dict) -> Any:
     """`op` on fake values; torch's cond takes branches that write their inputs in place
     (a StaticCache updated on a size split's sides) only without autograd, and branch
@@ -207,6 +228,14 @@ def run_hop(op: Any, args: tuple, kwargs: dict) -> Any:
     env = _shape_env(args)
     mark = len(env.pending_fresh_unbacked_symbols) if env is not None else 0
     try:
+        if op is torch.ops.higher_order.cond and env is not None:
+            # (torch's merge of the branches' outputs orders their strides by comparing
+            # sizes at the example's values, and such a comparison made a guard that pinned
+            # a size to its example value, `y.shape[1] == 1`, for every later node: its
+            # answers only order the strides, and the branches' own nodes were converted,
+            # their guards recorded, already; fuzz 35)
+            with env.suppress_guards():
+                return op(*args, **kwargs)
         return op(*args, **kwargs)
     except StructuredError:  # (safetrace's own, a RuntimeError for some: as it is)
         raise
@@ -219,6 +248,75 @@ def run_hop(op: Any, args: tuple, kwargs: dict) -> Any:
             raise
     with torch.no_grad():
         return op(*args, **kwargs)
+
+
+def merge_refused(op: Any, exc: BaseException) -> bool:
+    """Whether `exc` is torch's fake cond failing to run its branches again at each
+    other's sizes or to merge their outputs (``cond_fake_tensor_mode``): a size that is, or
+    may be, 0 on one side (strides ``s*Max(1, u)`` against ``s*u``, ``Ne(u, 1)`` asked of
+    a size read from data), a view that holds only at its own side's sizes (``False !=
+    True``, ``cond must be a bool, but got SymInt`` of its own check), or tracing a side
+    again for its schema under autograd. Our conversion of each branch node succeeded
+    already."""
+    if op is not torch.ops.higher_order.cond or isinstance(exc, StructuredError) or \
+            not isinstance(exc, (RuntimeError, AssertionError, KeyError, TypeError)):
+        return False
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name in _COND_TRACES:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+# torch's fake cond, and its schema for autograd (operands that require grad: each branch
+# traced again at the operands' sizes; fuzz seed 1)
+_COND_TRACES = ("cond_fake_tensor_mode", "gen_schema")
+
+
+def cond_from_ours(conv: Any, node: torch.fx.Node) -> Any:
+    """The value of our cond `node` made from our outputs' shapes (one form for every side,
+    proven for the whole input space, the form the nodes after it were converted with), as
+    torch's merge makes its value: a size torch does not know yet (one the sides make
+    differently, or from data) a fresh data-dependent symbol with our range, which the
+    cond node binds (its ``unbacked_bindings``). Only metadata: at run time the cond runs
+    the branch its predicate picks."""
+    ours = node.meta["val"]
+    if isinstance(ours, (tuple, list)):
+        return tuple(_merged(conv, o) for o in ours)
+    return _merged(conv, ours)
+
+
+def _merged(conv: Any, val: Any) -> Any:
+    if isinstance(val, torch.Tensor):
+        sizes = [_merged_size(conv, s) for s in val.shape]
+        return torch.empty(sizes, dtype=val.dtype, device=val.device)
+    if hasattr(val, "expr") and hasattr(val, "env"):
+        return _merged_size(conv, val)
+    return val
+
+
+def _merged_size(conv: Any, s: Any) -> Any:
+    if isinstance(s, int):
+        return s
+    e = to_expr(s.env.simplify(s.expr))
+    em = conv.emitter
+    for name in sorted(e.free_symbols):
+        if name not in em.values:
+            u = conv.shape_env.create_unbacked_symint()  # (pending: the node binds it)
+            r = s.env.bounds(sym(name))
+            lo = int(r.lo) if r.lo != -math.inf else 0
+            hi = int_oo() if r.hi == math.inf else int(r.hi)
+            conv.shape_env.constrain_symbol_range(u.node.expr, max(lo, 0), hi)
+            em.values[name] = u
+            em.symbol_names[u.node.expr] = sym(name)
+    return evaluate(e, em.values)
+
+
+def int_oo() -> Any:
+    from torch.utils._sympy.numbers import int_oo as inf
+
+    return inf
 
 
 def _shape_env(args: tuple) -> Any:
@@ -483,3 +581,16 @@ def map_under_grad(where: str) -> str:
             f"to contain only concrete integers`): run the converted program under "
             f"torch.no_grad() or torch.inference_mode(). ep.module() runs it with grad, as "
             f"eager (docs/deploying.md#batched-detectors)")
+
+
+def merged_from_ours(where: str) -> str:
+    """The warning ``ep.to_torch()`` gives for a cond whose value it made from safetrace's
+    shapes (torch's cond could not merge its sides: `hop_value`)."""
+    return (f"ep.to_torch(): torch's cond cannot run the branches of the cond{where} at each "
+            f"other's sizes and merge their outputs (a size that is, or may be, 0 on one "
+            f"side): its value in the converted program is made from safetrace's shapes, "
+            f"which hold for every input the program accepts. The converted program runs "
+            f"(.module(), torch.export.save); tools that trace it again "
+            f"(run_decompositions, AOTInductor, st.to_onnx, ExecuTorch) run torch's cond "
+            f"and stop there: declare the split Dim's range to one side of the split, or "
+            f"deploy with st.save / st.load (docs/deploying.md#conds-torch-cannot-merge)")

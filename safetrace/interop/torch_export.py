@@ -31,7 +31,7 @@ from safetrace.errors import ConversionWarning
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.construct import (allowed_builtins, config_set, exported_program,
-                                         provenance, training_verifier)
+                                         provenance, root_of, training_verifier)
 from safetrace.interop.contract import ContractEmitter, shared_custom_meta
 from safetrace.interop.fakes import KNOWN, FakeBuilder, builds, detached
 from safetrace.interop.modes import conversion_mode, entered, outside_modes
@@ -49,9 +49,9 @@ from safetrace.interop.input_guards import input_guards, with_guards
 from safetrace.interop.quoted_guards import quoted_paths
 from safetrace.interop.load_checks import lowered
 from safetrace.interop.memos import MASK_OPS, remember, shared_rows
-from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of,
+from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, hop_value,
                                    holds_where_branch_runs, identity_slice, map_under_grad,
-                                   quiet_symbol_logs, run_hop, sizes_from_data,
+                                   quiet_symbol_logs, sizes_from_data,
                                    without_empty_regions, written_after)
 from safetrace.interop.lazy import fx_config, graph_signature, python_dispatch
 from safetrace.symbolic import to_expr
@@ -157,9 +157,7 @@ class _Converter:
         self._as_torch_settings()
         tree = getattr(ep, "module_tree", None)
         provenance(self.graph, getattr(tree, "root_type", "torch.nn.modules.module.Module"))
-        root = torch.nn.Module()
-        for name, sub in self.attrs.items():  # (subgraphs, pytree specs of flat_apply)
-            setattr(root, name, sub)
+        root = root_of(self.attrs)  # (subgraphs, pytree specs of flat_apply)
         signature = ExportGraphSignature(inputs, outputs)
         graph = self.graph
         if self.export_grad is not None:
@@ -293,7 +291,7 @@ class _Converter:
         vals = torch.fx.node.map_arg((args, kwargs), lambda n: subs[n] if n in subs
                                      else n.meta["val"])
         if isinstance(target, torch._ops.HigherOrderOperator):
-            return detached(run_hop(target, vals[0], vals[1]))
+            return detached(hop_value(self, target, vals[0], vals[1]))
         return detached(target(*vals[0], **vals[1]))
 
     def call_node(self, node: torch.fx.Node) -> None:
