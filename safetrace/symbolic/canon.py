@@ -215,10 +215,34 @@ def _junction(op: str, xs: Iterable[ExprLike]) -> Expr:
     for y in flat:
         if not_(y) in seen:
             return TRUE if absorbing else FALSE
+    if len(flat) > 1 and _every_residue(flat, "eq" if absorbing else "ne"):
+        return TRUE if absorbing else FALSE
     if len(flat) == 1:
         return flat[0]
     flat.sort(key=_cond_key)
     return make_node(op, tuple(flat))
+
+
+def _every_residue(flat: list[Expr], op: str) -> bool:
+    """Whether ``flat`` holds ``t % k == r`` (``op`` "eq": an ``or``'s) or ``t % k != r``
+    ("ne": an ``and``'s) for every remainder ``r`` of one ``t % k``: Python's ``%`` by a
+    constant ``k > 0`` is one of ``0 .. k-1`` for every int ``t`` (``k < 0``: ``k+1 ..
+    0``), so the ``or`` is true, the ``and`` false.  (Nested relation splits on
+    ``x.size(1) % 3`` wrote ``s1 % 3 == 0 or s1 % 3 == 1 or s1 % 3 == 2`` into a
+    contract, session 35.)"""
+    seen: dict[Expr, set[int]] = {}
+    for y in flat:
+        if y.op != op:
+            continue
+        m, r = y.args
+        if m.op == "mod" and m.args[1].op == "const" and r.op == "const":
+            seen.setdefault(m, set()).add(r.value)  # type: ignore[arg-type]
+    for m, rs in seen.items():
+        k = m.args[1].value
+        if isinstance(k, int) and 0 < abs(k) <= len(rs) and \
+                rs.issuperset(range(0, k) if k > 0 else range(k + 1, 1)):
+            return True
+    return False
 
 
 def _cond_key(e: Expr) -> tuple[object, ...]:
