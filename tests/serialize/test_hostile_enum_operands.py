@@ -43,11 +43,13 @@ def _loss(target: str, *rest) -> list:
     return [_call("z", target, X, X, *rest)]
 
 
-_TARGETS = {"t": _call("t", "argmax.default", X, 1), "s": _call("s", "_log_softmax.default", X, 1, False)}
+_TARGETS = {"t": _call("t", "argmax.default", X, 1),
+            "s": _call("s", "_log_softmax.default", X, 1, False)}
 
 
 @pytest.mark.parametrize("nodes,match", [
-    (_loss("huber_loss.default", 7, {"float": "1.0"}), r"aten\.huber_loss.*reduction=7, not 0, 1 or 2"),
+    (_loss("huber_loss.default", 7, {"float": "1.0"}),
+     r"aten\.huber_loss.*reduction=7, not 0, 1 or 2"),
     (_loss("soft_margin_loss.default", 3), r"aten\.soft_margin_loss.*reduction=3"),
     (_loss("l1_loss.default", -1), r"aten\.l1_loss.*reduction=-1"),
     (_loss("binary_cross_entropy_with_logits.default", None, None, 2 ** 40),
