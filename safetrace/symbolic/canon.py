@@ -224,19 +224,24 @@ def _junction(op: str, xs: Iterable[ExprLike]) -> Expr:
 
 
 def _every_residue(flat: list[Expr], op: str) -> bool:
-    """Whether ``flat`` holds ``t % k == r`` (``op`` "eq": an ``or``'s) or ``t % k != r``
-    ("ne": an ``and``'s) for every remainder ``r`` of one ``t % k``: Python's ``%`` by a
-    constant ``k > 0`` is one of ``0 .. k-1`` for every int ``t`` (``k < 0``: ``k+1 ..
-    0``), so the ``or`` is true, the ``and`` false.  (Nested relation splits on
-    ``x.size(1) % 3`` wrote ``s1 % 3 == 0 or s1 % 3 == 1 or s1 % 3 == 2`` into a
-    contract, session 35.)"""
-    seen: dict[Expr, set[int]] = {}
+    """Whether the ``or`` (``op`` "eq") or the ``and`` (``op`` "ne") of ``flat`` is
+    decided by its comparisons of one expression with constants: the ``or`` true where it
+    holds ``t % k == r`` for every remainder ``r`` of one ``t % k`` (Python's ``%`` by a
+    constant ``k > 0`` is one of ``0 .. k-1`` for every int ``t``; ``k < 0``: ``k+1 ..
+    0``), or ``x != a`` and ``x != b`` with ``a != b`` (``x`` is not both); the ``and``
+    false for the negations.  (Nested relation splits on ``x.size(1) % 3`` wrote ``s1 % 3
+    == 0 or s1 % 3 == 1 or s1 % 3 == 2`` into a contract, session 35.)"""
+    seen: dict[Expr, set[object]] = {}
+    other: dict[Expr, object] = {}
     for y in flat:
-        if y.op != op:
+        if y.op not in ("eq", "ne") or y.args[1].op != "const":
             continue
-        m, r = y.args
-        if m.op == "mod" and m.args[1].op == "const" and r.op == "const":
-            seen.setdefault(m, set()).add(r.value)  # type: ignore[arg-type]
+        x, r = y.args[0], y.args[1].value
+        if y.op != op:  # (the or's ``!=``, the and's ``==``)
+            if other.setdefault(x, r) != r:
+                return True
+        elif x.op == "mod" and x.args[1].op == "const":
+            seen.setdefault(x, set()).add(r)
     for m, rs in seen.items():
         k = m.args[1].value
         if isinstance(k, int) and 0 < abs(k) <= len(rs) and \

@@ -91,3 +91,13 @@ def test_a_remainder_left_out_keeps_the_condition(k):
     assert _every_value(cond) is None  # (it can be false: kept)
     two = or_(*(eq(t % k, r) for r in rs), eq(parse("s0") % k, 0))  # (another atom's)
     assert two.op != "const" and _every_value(two) is None
+
+
+def test_one_expression_unequal_to_two_constants_is_true():
+    """``x != a or x != b`` (a != b) holds for every ``x``; ``x == a and x == b`` never."""
+    t, s1 = parse("s0 % 3"), parse("s1")
+    assert or_(ne(t, 1), ne(t, 2), eq(s1, 0)).value is True
+    assert and_(eq(parse("s0 + 2*s1"), 1), eq(parse("s0 + 2*s1"), 4)).value is False
+    assert _every_value(or_(ne(t, 1), ne(t, 2))) is True
+    kept = or_(ne(t, 1), ne(s1, 2))  # (two expressions: false at s0 % 3 == 1, s1 == 2)
+    assert kept.op == "or" and _every_value(kept) is None
