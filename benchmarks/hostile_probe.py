@@ -34,7 +34,9 @@ references to later nodes and pytree specs (``literals``, ``exprs``, ``targets``
 (``zerodims``, ``overflow``, ``parent``: benchmarks/hostile_state.py, session 33), upsample
 kernels given an output size and a hostile scale, ``_weight_norm`` given a ``g`` that does
 not fit, ``grid_sampler`` given modes it does not know (``scales``, ``wnorm``, ``modes``:
-benchmarks/hostile_scales.py, session 34), and sizes read from data
+benchmarks/hostile_scales.py, session 34), loss and FFT kernels given a ``reduction`` or
+``normalization`` outside 0, 1, 2 (``enums``, session 35: one that runs is a finding),
+and sizes read from data
 recorded as other such sizes (``reads``: a clamped
 ``min(u0, 5)`` written ``u0``, symbols swapped, numbers shifted, assertions removed,
 ranges narrowed: benchmarks/hostile_reads.py over four more bases, session 31); every
@@ -808,7 +810,7 @@ def main() -> int:
                          "alias,names,ops,ranges,views,operands,records,offsets,order,"
                          "counts,depth,dups,unicode,recmeta,lists,afterload,reads,"
                          "literals,exprs,targets,refs,specs,zerodims,overflow,parent,scales,wnorm,"
-                         "modes)")
+                         "modes,enums)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import hostile_extra
@@ -889,6 +891,7 @@ def main() -> int:
     by_class: Counter = Counter()
     for fname, r in sorted(results.items()):
         label = labels[fname]
+        r["outcome"] = hostile_scales.judged(label, r["outcome"])
         cls = label.split("/", 1)[1].split(":")[0]
         classes[cls] += 1
         counts[r["outcome"]] += 1

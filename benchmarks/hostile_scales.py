@@ -18,7 +18,12 @@ unchecked (heap corruption before session 34's check).  ``modes``: after a main-
 tensor, ``x.to(float32).reshape(1, 1, 1, -1)`` and ``grid_sampler_2d`` (or
 ``grid_sampler``) of it over a zero grid with an interpolation and a padding mode from
 -1, 0, 1, 2, 3, 9: the kernel writes nothing for a mode it does not know (the program
-returned uninitialized memory before session 34's check).
+returned uninitialized memory before session 34's check).  ``enums``: after a main-graph
+tensor, a loss kernel over ``x.to(float32).reshape(1, -1)`` (twice) or an FFT kernel
+over ``x.new_ones(2, 4)`` with a ``reduction`` / ``normalization`` from -1, 0, 1, 2, 3,
+7, 2**40: a value outside 0, 1, 2 ran before session 35's check, each kernel taking it as
+one of its own cases (a result no torch function computes); such a variant that runs is
+a finding (``judged``: its label ends with ``!``).
 """
 
 from __future__ import annotations
@@ -29,7 +34,15 @@ import random
 import struct
 
 KEY = "safetrace.program"
-KINDS = ("scales", "wnorm", "modes")
+KINDS = ("scales", "wnorm", "modes", "enums")
+# loss kernels (their arguments after self and target, the reduction last) and FFT kernels
+LOSSES = (("l1_loss", ()), ("mse_loss", ()), ("soft_margin_loss", ()),
+          ("huber_loss", None), ("smooth_l1_loss", None), ("kl_div", None),
+          ("binary_cross_entropy_with_logits", (None, None)),
+          ("hinge_embedding_loss", ({"float": "1.0"},)),
+          ("margin_ranking_loss", "ranked"), ("multilabel_margin_loss", "labels"))
+FFTS = ("_fft_r2c", "_fft_c2c", "_fft_c2r")
+ENUM_VALUES = (-1, 0, 1, 2, 3, 7, 2 ** 40)
 OPS = ("upsample_nearest1d", "_upsample_nearest_exact1d", "upsample_linear1d",
        "_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa")  # (the 2-d ones over [1, n])
 SCALES = (1e-30, 1e-300, 5e-324, 1e-19, 1e-15, 2.0 ** -52, 1e-6, 1e-7, 0.5, 2.0, -1.0,
@@ -77,6 +90,9 @@ def variants(blob: bytes, rng: random.Random, count: int, kind: str = "scales"
             d["nodes"][at:at] = added
             out.append((f"modes:{op}({im},{pm})@{src}", _join(copy.deepcopy(head), d, data)))
             continue
+        if kind == "enums":
+            out.append(_enum_variant(d, head, data, rng, tensors, i))
+            continue
         if kind == "wnorm":
             src, rows = rng.choice(tensors), rng.choice((1, 2))
             g, dim = rng.choice(([1], [2], [7], [1, 1])), rng.choice((0, 1, -1))
@@ -109,3 +125,49 @@ def variants(blob: bytes, rng: random.Random, count: int, kind: str = "scales"
         out.append((f"scales:{op}({dtype},[{size}],{scale!r})@{src}",
                     _join(copy.deepcopy(head), d, data)))
     return out
+
+
+def _enum_variant(d: dict, head: dict, data: bytes, rng: random.Random, tensors: list,
+                  i: int) -> tuple[str, bytes]:
+    src, value, p = rng.choice(tensors), rng.choice(ENUM_VALUES), f"he{i}_"
+    added = [_call(f"{p}to", "to.dtype", {"node": src}, {"dtype": "float32"})]
+    if rng.random() < 0.6:
+        op, rest = rng.choice(LOSSES)
+        what = "reduction"
+        added.append(_call(f"{p}v", "reshape.default", {"node": f"{p}to"}, {"list": [1, -1]}))
+        v = {"node": f"{p}v"}
+        if rest == "ranked":  # (self, other, target, margin, reduction)
+            args: list = [v, v, v, {"float": "0.0"}, value]
+        elif rest == "labels":  # (self, target of class indices: zeros, reduction)
+            added.append(_call(f"{p}i", "to.dtype", v, {"dtype": "int64"}))
+            added.append(_call(f"{p}t", "mul.Scalar", {"node": f"{p}i"}, 0))
+            args = [v, {"node": f"{p}t"}, value]
+        elif rest is None:  # (self, target, reduction, one more)
+            args = [v, v, value, False if op == "kl_div" else {"float": "1.0"}]
+        else:
+            args = [v, v, *rest, value]
+        added.append(_call(f"{p}z", f"{op}.default", *args))
+    else:
+        op, what = rng.choice(FFTS), "normalization"
+        added.append(_call(f"{p}v", "new_ones.default", {"node": f"{p}to"}, {"list": [2, 4]}))
+        v = {"node": f"{p}v"}
+        if op == "_fft_r2c":
+            added.append(_call(f"{p}z", "_fft_r2c.default", v, {"list": [1]}, value, True))
+        else:
+            added.append(_call(f"{p}c", "_fft_r2c.default", v, {"list": [1]}, 0, True))
+            c = {"node": f"{p}c"}
+            added.append(_call(f"{p}z", f"{op}.default", c, {"list": [1]}, value,
+                               True if op == "_fft_c2c" else 4))
+    at = next(j for j, n in enumerate(d["nodes"]) if n["op"] == "output")
+    d["nodes"][at:at] = added
+    mark = "" if value in (0, 1, 2) else "!"
+    return (f"enums:{op}({what}={value}){mark}@{src}", _join(copy.deepcopy(head), d, data))
+
+
+def judged(label: str, outcome: str) -> str:
+    """``outcome`` of the variant ``label``, made a finding where an ``enums`` variant of a
+    value outside 0, 1, 2 ran (its kernel computed what no torch function does)."""
+    kind = label.split("/", 1)[-1]
+    if kind.startswith("enums:") and "!@" in kind and outcome == "ran":
+        return "FINDING out-of-set value ran"
+    return outcome

@@ -20,11 +20,11 @@ from safetrace.serialize.codec import new_symbolic
 from safetrace.serialize.scratch import simple
 from safetrace.serialize.renaming import renaming
 from safetrace.symbolic import Expr, and_, eq, ge, gt, le, lt, ne, not_, or_, to_expr
-from safetrace.symbolic.canon import substitute
+from safetrace.symbolic.canon import rebuild, substitute
 from safetrace.symbolic.scope import assuming, scoped
 from safetrace.symbolic.branches import either_form, one_form
 from safetrace.symbolic.cases import by_cases
-from safetrace.symbolic.expr import sym
+from safetrace.symbolic.expr import dag_nodes, sym
 from safetrace.symbolic.semantics import holds_at
 
 _COMPARISONS = {operator.eq: eq, operator.ne: ne, operator.lt: lt, operator.le: le,
@@ -75,6 +75,7 @@ def tighten(env: Any) -> list:
     branch), and the values left out fail a fact that names no other symbol.  Returns
     the symbols such a fact leaves one value in every ``m`` of a small range (name, m, c,
     lo, hi: the symbol is ``m*t + c`` for some ``t`` in ``[lo, hi]``), for ``steps``."""
+    unfold(env)
     facts: dict = {}  # (the facts assumed, newest first, and what they left: ``known``)
     for f in [*(g.cond for g in reversed(getattr(env, "facts", ()))),
               *getattr(env, "known", ())]:
@@ -87,6 +88,50 @@ def tighten(env: Any) -> list:
         except Exception:  # noqa: BLE001 - a fact that cannot be evaluated: left as it is
             continue
     return out
+
+
+def unfold(env: Any) -> None:
+    """Each fact of the branch over a min or max (its predicate: ``min(s0*s0*s1, s2 + 1) ==
+    1``, the false side of a relation split on ``x.flatten()[:len(y) + 1].shape[0] == 1``)
+    assumed again with every min/max that the env decides made its one argument
+    (``s2 + 1 == 1`` where the facts give ``s2 + 1 <= s0*s0*s1``).  The engine takes the
+    first as a fact about that min alone: it answered ``min(...) == 1`` but not ``s2 + 1 ==
+    1``, and a slice it evaluated as ``[s2 + 1]`` was not squeezed by ``squeeze(0)``
+    (which eager does where the branch runs): ``st.load`` refused our own file for
+    branches of other ranks (session 35, fuzz seed 3471).  Sound: the min/max equals the
+    argument kept wherever the facts hold, and so the fact with it."""
+    for f in [g.cond for g in reversed(getattr(env, "facts", ()))][:_TIGHT_FACTS]:
+        if not simple(f) or not any(x.op in ("min", "max") for x in dag_nodes(f)):
+            continue
+        try:
+            g = _pruned(env, f, {})
+            if g is not f:
+                env.add_fact(g)
+        except ValueError:
+            return  # (the branch never runs: nothing more assumed)
+        except Exception:  # noqa: BLE001 - a fact the engine cannot take: left as it is
+            continue
+
+
+def _pruned(env: Any, e: Expr, memo: dict) -> Expr:
+    """``e`` with each min/max whose one argument the env decides is the least (the
+    greatest) made that argument."""
+    r = memo.get(e)
+    if r is not None:
+        return r
+    r = e
+    if e.op not in ("const", "fconst", "sym", "fsym"):
+        args = tuple(_pruned(env, a, memo) for a in e.args)
+        if any(x is not y for x, y in zip(args, e.args)):
+            r = rebuild(e.op, args)
+        if r.op in ("min", "max"):
+            best = le if r.op == "min" else ge
+            one = next((a for a in r.args if all(
+                b is a or env.decide(best(a, b)) is True for b in r.args)), None)
+            if one is not None:
+                r = one
+    memo[e] = r
+    return r
 
 
 def _tighten(env: Any, fact: Expr) -> list:

@@ -26,6 +26,12 @@ before each such node (``guard``), made by each load and never saved (``saving.p
 * ``grid_sampler`` (2d, 3d) given an ``interpolation_mode`` or ``padding_mode`` other than
   0, 1 or 2 writes no output and returns its fresh allocation: whatever the heap held
   (``1e+18``, ``4.6e-41``: session 34).  The modes must be 0, 1 or 2;
+* the loss kernels' ``reduction`` (0 none, 1 mean, 2 sum) and the FFT kernels'
+  ``normalization`` (``_fft_r2c``, ``_fft_c2c``, ``_fft_c2r``: 0 none, 1 by the root of
+  n, 2 by n) are ints the kernels trust: another value ran, each kernel falling to one
+  of its cases of its own (``soft_margin_loss`` at 3 returned a number no reduction
+  gives; ``_fft_c2c`` at ``2**40`` did not normalize, at 3 divided by n), a result
+  no torch function computes (session 35).  They must be 0, 1 or 2;
 * the upsample kernels given both an output size and a scale (the ``.default``
   overloads: ``upsample_nearest2d(x, [9, 11], 1e-30, 1e-30)``) map each output index to
   ``index / scale`` in the input and cast that to an int64 before clamping it to the
@@ -94,6 +100,21 @@ GUARDED[aten._weight_norm.default] = ("norms", ("v", "g", "dim"))
 for _op in (aten.grid_sampler.default, aten.grid_sampler_2d.default,
             aten.grid_sampler_3d.default):
     GUARDED[_op] = ("modes", ("interpolation_mode", "padding_mode"))
+# (the int arguments whose valid values are 0, 1 and 2: the loss kernels' reduction,
+# at::Reduction, and the FFT kernels' normalization, fft_norm_mode)
+for _op in ("binary_cross_entropy", "binary_cross_entropy_with_logits",
+            "cosine_embedding_loss", "cross_entropy_loss", "hinge_embedding_loss",
+            "huber_loss", "kl_div", "l1_loss", "margin_ranking_loss", "mse_loss",
+            "multi_margin_loss", "multilabel_margin_loss", "multilabel_margin_loss_forward",
+            "nll_loss", "nll_loss2d", "nll_loss2d_forward", "nll_loss_forward", "nll_loss_nd",
+            "poisson_nll_loss", "smooth_l1_loss", "soft_margin_loss", "triplet_margin_loss"):
+    GUARDED[getattr(aten, _op).default] = ("enum", ("reduction",))
+for _op in (aten.ctc_loss.IntList, aten.ctc_loss.Tensor):  # (and its targets: ``ctc``)
+    GUARDED[_op] = ("ctc", ("log_probs", "targets", "input_lengths", "target_lengths",
+                            "reduction"))
+for _op in ("_fft_r2c", "_fft_c2c", "_fft_c2r"):
+    GUARDED[getattr(aten, _op).default] = ("enum", ("normalization",))
+ENUMS = (0, 1, 2)
 SCALE_REACH = 2 ** 52  # (an int64 cast of an index up to it is exact and in range)
 WINDOW_REACH = 4  # (a scale of output / input gives output / scale = input)
 
@@ -128,7 +149,8 @@ def _view(node: str, x: Any, size: Any, stride: Any, offset: Any = None,
 
 
 def _ctc(node: str, log_probs: Any, targets: Any, input_lengths: Any,
-         target_lengths: Any) -> None:
+         target_lengths: Any, reduction: Any = None) -> None:
+    _enum(node, "aten.ctc_loss", "reduction", reduction)
     if not isinstance(log_probs, torch.Tensor) or not isinstance(targets, torch.Tensor) or \
             log_probs.dim() not in (2, 3) or targets.is_floating_point():
         return  # (the kernel's own checks refuse these)
@@ -224,6 +246,13 @@ def _modes(node: str, interpolation: Any, padding: Any) -> None:
                                   "memory it was given: uninitialized)")
 
 
+def _enum(node: str, target: str, what: str, value: Any) -> None:
+    if value is not None and (type(value) is not int or value not in ENUMS):
+        raise operand_refused(node, target, f"{what}={value!r}, not 0, 1 or 2 (its kernel "
+                              "takes another value as one of its own cases: a result no "
+                              "torch function computes)")
+
+
 def _window(node: str, x: Any, output_size: Any, *scales: Any) -> None:
     _scales(node, output_size, *scales)
     try:
@@ -243,7 +272,7 @@ def _window(node: str, x: Any, output_size: Any, *scales: Any) -> None:
 
 
 _KINDS = {"view": _view, "ctc": _ctc, "bags": _bags, "scales": _scales, "norms": _norms,
-          "window": _window, "modes": _modes,
+          "window": _window, "modes": _modes, "enum": _enum,
           "scatter": functools.partial(_view, target="aten.as_strided_scatter")}
 
 
@@ -271,6 +300,13 @@ def guard(graph: torch.fx.Graph) -> None:
         kind, names = entry
         given = {**dict(zip([a.name for a in node.target._schema.arguments], node.args)),
                  **node.kwargs}
+        if kind == "enum":  # (the op's name and the argument's: the message names them)
+            value = given.get(names[0])
+            if value is None or type(value) is int and value in ENUMS:
+                continue  # (the schema's default, or a constant the kernel knows)
+            args: tuple = (f"aten.{node.target._schema.name.split('::')[-1]}", names[0], value)
+        else:
+            args = tuple(given.get(n) for n in names)
         if kind == "modes" and all(type(given.get(n)) is int and given.get(n) in (0, 1, 2)
                                    for n in names):
             continue  # (constant modes the kernel knows: never needed)
@@ -281,8 +317,7 @@ def guard(graph: torch.fx.Graph) -> None:
         if kind == "norms" and _norms_fit(given.get("v"), given.get("g"), given.get("dim")):
             continue  # (static shapes that fit: every call's, the check is never needed)
         with graph.inserting_before(node):
-            guard_node = graph.call_function(check, (kind, node.name,
-                                                     *(given.get(n) for n in names)))
+            guard_node = graph.call_function(check, (kind, node.name, *args))
         guard_node.meta["val"] = None
         guard_node.meta["stack_trace"] = node.meta.get("stack_trace", "")
 

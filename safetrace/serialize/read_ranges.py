@@ -20,7 +20,7 @@ after its node (its branch's own assertions are not used to prove it: the check 
 costs one comparison).  Our own files declare each read's range as its exporter proved
 it, the checks of the program included; a data split's table writes each read over both
 sides (the top graph's read is a size of its own, ``exporter/data_splits.py``;
-``saving._hulls``), so their calls pass.  A declared range of one value is
+``saving._table``), so their calls pass.  A declared range of one value is
 ``read_points``'.
 """
 

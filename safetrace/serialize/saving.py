@@ -216,10 +216,8 @@ def _symbols(ep: Any) -> list[dict]:
     env = _find_env(ep)
     if env is None:
         return []
-    hulls = _hulls(ep.graph, env)
     out = []
-    for name, info in env.symbols.items():
-        lo, hi = hulls.get(name, (info.range.lo, info.range.hi))
+    for name, (info, lo, hi) in _table(ep.graph, env).items():
         entry = {"name": name, "backed": bool(info.backed),
                  "hint": info.hint if info.backed else None,
                  "lo": _bound(lo), "hi": _bound(hi)}
@@ -229,37 +227,47 @@ def _symbols(ep: Any) -> list[dict]:
     return out
 
 
-def _hulls(graph: torch.fx.Graph, env: Any) -> dict:
-    """Symbol -> (lo, hi) over every environment of the program's graphs that names it,
-    where another one does besides ``env`` (the table's).  A data split's sides were
-    traced apart (``exporter/data_splits.py``), and each names the count it reads again in
-    its branch alike (``u0``), each under its own answer of the test: the general side's
-    ``u0 >= 2``, the other's ``u0 <= 1`` (and an input size the general side was traced
-    for part of, ``s0 >= 1``).  The table, one for all the graphs, writes the span of
-    both; each side's narrower range is its branch's own assertion (the top graph's, for
-    an input size).  (Written with the general side's, the loaded program's other branch
-    recorded ``x[mask][:2]`` as ``[2]``, and its ``st.save`` wrote that.)"""
+def _table(graph: torch.fx.Graph, env: Any) -> dict:
+    """Symbol -> (its info, lo, hi) over every environment of the program's graphs: the
+    table's (``env``, first), then each other that names a symbol it does not, in the
+    graphs' order.  A split's sides were traced apart (``exporter/data_splits.py``,
+    ``relation_splits.py``), each in an env of its own, and a side's cond of nested splits
+    names its outputs' sizes fresh there (``u4``, ``branches.cond_outputs``): written from
+    ``env`` alone, the file used a symbol its table did not declare and ``st.load``
+    refused our own file (session 35, fuzz seed 3406).  A name several envs hold is
+    written with the span of all their ranges (``_hull``)."""
     envs = {id(env): env}
     todo = [graph]
     while todo:
-        g = todo.pop()
+        g = todo.pop(0)
         for n in g.nodes:
             e = _env_of(n.meta.get("val"))
             if e is not None and hasattr(e, "symbols"):
                 envs.setdefault(id(e), e)
         todo.extend(sub.graph for sub in submodules(g).values())
-    if len(envs) == 1:
-        return {}
-    out = {}
-    for name, info in env.symbols.items():
-        lo, hi = info.range.lo, info.range.hi
-        for other in envs.values():
-            theirs = other.symbols.get(name) if other is not env else None
-            if theirs is not None and theirs.backed == info.backed:
-                lo, hi = min(lo, theirs.range.lo), max(hi, theirs.range.hi)
-        if (lo, hi) != (info.range.lo, info.range.hi):
-            out[name] = (lo, hi)
+    out: dict = {}
+    for e in envs.values():
+        for name, info in e.symbols.items():
+            if name not in out:
+                out[name] = (info, *_hull(name, info, envs.values()))
     return out
+
+
+def _hull(name: str, info: Any, envs: Any) -> tuple:
+    """(lo, hi) of ``name`` over every env that names it as ``info`` does (backed or
+    read from data).  A data split's sides each name the count they read again in
+    their branch alike (``u0``), each under its own answer of the test: the general
+    side's ``u0 >= 2``, the other's ``u0 <= 1`` (and an input size the general side was
+    traced for part of, ``s0 >= 1``).  The table, one for all the graphs, writes the span
+    of both; each side's narrower range is its branch's own assertion (the top graph's,
+    for an input size).  (Written with the general side's, the loaded program's other
+    branch recorded ``x[mask][:2]`` as ``[2]``, and its ``st.save`` wrote that.)"""
+    lo, hi = info.range.lo, info.range.hi
+    for other in envs:
+        theirs = other.symbols.get(name)
+        if theirs is not None and theirs.backed == info.backed:
+            lo, hi = min(lo, theirs.range.lo), max(hi, theirs.range.hi)
+    return lo, hi
 
 
 def _env_of(val: Any) -> Any:

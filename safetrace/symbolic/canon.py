@@ -215,10 +215,39 @@ def _junction(op: str, xs: Iterable[ExprLike]) -> Expr:
     for y in flat:
         if not_(y) in seen:
             return TRUE if absorbing else FALSE
+    if len(flat) > 1 and _every_residue(flat, "eq" if absorbing else "ne"):
+        return TRUE if absorbing else FALSE
     if len(flat) == 1:
         return flat[0]
     flat.sort(key=_cond_key)
     return make_node(op, tuple(flat))
+
+
+def _every_residue(flat: list[Expr], op: str) -> bool:
+    """Whether the ``or`` (``op`` "eq") or the ``and`` (``op`` "ne") of ``flat`` is
+    decided by its comparisons of one expression with constants: the ``or`` true where it
+    holds ``t % k == r`` for every remainder ``r`` of one ``t % k`` (Python's ``%`` by a
+    constant ``k > 0`` is one of ``0 .. k-1`` for every int ``t``; ``k < 0``: ``k+1 ..
+    0``), or ``x != a`` and ``x != b`` with ``a != b`` (``x`` is not both); the ``and``
+    false for the negations.  (Nested relation splits on ``x.size(1) % 3`` wrote ``s1 % 3
+    == 0 or s1 % 3 == 1 or s1 % 3 == 2`` into a contract, session 35.)"""
+    seen: dict[Expr, set[object]] = {}
+    other: dict[Expr, object] = {}
+    for y in flat:
+        if y.op not in ("eq", "ne") or y.args[1].op != "const":
+            continue
+        x, r = y.args[0], y.args[1].value
+        if y.op != op:  # (the or's ``!=``, the and's ``==``)
+            if other.setdefault(x, r) != r:
+                return True
+        elif x.op == "mod" and x.args[1].op == "const":
+            seen.setdefault(x, set()).add(r)
+    for m, rs in seen.items():
+        k = m.args[1].value
+        if isinstance(k, int) and 0 < abs(k) <= len(rs) and \
+                rs.issuperset(range(0, k) if k > 0 else range(k + 1, 1)):
+            return True
+    return False
 
 
 def _cond_key(e: Expr) -> tuple[object, ...]:
