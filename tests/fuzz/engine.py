@@ -342,7 +342,7 @@ def make_args(shapes, seed, dtypes=None):
     """Inputs of `shapes` (float32 normal values; with `dtypes`, each input's as
     ``grammar.typed`` makes the example's)."""
     g = torch.Generator().manual_seed(seed)
-    args = tuple(torch.randn(*s, generator=g) for s in shapes)
+    args = tuple(torch.randn(list(s), generator=g) for s in shapes)
     if dtypes is None:
         return args
     return tuple(typed(a, d) for a, d in zip(args, dtypes))

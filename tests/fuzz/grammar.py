@@ -458,8 +458,9 @@ def build(rng: random.Random, kinds=None, tries=40, avoid=(), layouts=("flat",),
     table = kinds if isinstance(kinds, dict) else KINDS
     kinds = list(kinds or KINDS)
     p = Program(random_inputs(rng), [], state=rng.random() < 0.3)
-    if dtypes:   # inputs of other dtypes (the typed run's; none drawn without it)
-        p.inputs = [(n, typed(t, rng.choice(dtypes)) if rng.random() < 0.6 else t)
+    if dtypes:   # inputs of other dtypes (the typed run's; none drawn without it), some 0-d
+        p.inputs = [(n, typed(t if rng.random() < 0.85 else t.flatten()[:1].sum(),
+                              rng.choice(dtypes)) if rng.random() < 0.6 else t)
                     for n, t in p.inputs]
     p.layout = rng.choice(layouts) if len(layouts) > 1 else layouts[0]
     p.outs = rng.choice(outs) if len(outs) > 1 else outs[0]

@@ -25,6 +25,9 @@ outside fuzzer goes:
   nnfunc      ``F.conv1d`` / ``conv2d`` with groups, dilation, stride and ``padding='same'``,
               pooling with ``ceil_mode`` / padding / ``count_include_pad``, ``interpolate``
               by sizes and scales in each mode, ``F.pad`` modes with negative pads
+  indexin     integer and bool tensors (inputs) as indices: ``x[i % n]``, ``take``,
+              ``index_select``, ``gather``, ``index_put_``, ``one_hot`` / ``bincount`` /
+              ``embedding`` / ``searchsorted`` of them, bool masks (``x[b]``, ``masked_*``)
   sizeflow    Python ``if`` on sizes and dtypes, loops over sizes that write rows in
               place, ``torch.cond`` on a size with typed operands, reductions over dims
               chosen from sizes with ``keepdim``
@@ -312,5 +315,38 @@ def sizeflow(rng, env, v):
     ])
 
 
+def indexin(rng, env, v):
+    a = _pick(env, rng, 1)
+    i = _pick(env, rng, 0, lambda d: d in INT)
+    b = _pick(env, rng, 1, lambda d: d == torch.bool)
+    if a is None or (i is None and b is None):
+        return None
+    t = env[a]
+    n = f"{a}.shape[0]"
+    forms = []
+    if i is not None:
+        j = f"({i}.long() % max({n}, 1))"
+        forms += [
+            f"{a}[{j}]", f"{a}[{i}.long().clamp(0, {n} - 1)]", f"{a}.index_select(0, {j}.flatten())",
+            f"torch.take({a}, {i}.long() % max({a}.numel(), 1))", f"{a}[..., {i}.long() % max("
+            f"{a}.shape[-1], 1)]", f"{a}[{j}, {j}]" if t.ndim >= 2 else f"{a}[{j}] * 2",
+            f"{a}[{j}.flatten()[:1]]", f"F.one_hot({i}.long().abs() % 5, 5)",
+            f"torch.bincount({i}.long().abs().flatten())", f"F.embedding({i}.long().abs() % 4, "
+            f"torch.linspace(-1, 1, 12).reshape(4, 3))",
+            f"{a}.clone().index_put_(({j},), {a}[:1].sum(), accumulate=True)" if t.dtype
+            != torch.bool else f"{a}[{j}]",
+            f"{a}.gather(0, {j}.reshape(-1, *[1] * ({a}.ndim - 1)).expand(-1, *{a}.shape[1:]))",
+            f"torch.searchsorted(torch.arange(8), {i}.long())",
+        ]
+    if b is not None:
+        forms += [
+            f"{a}[{b}]", f"{a}.masked_fill({b}, 0)", f"torch.masked_select({a}, {b})",
+            f"{a}[{b}.flatten()[:{n}]]" if env[b].ndim else f"{a}[{b}]",
+            f"{a}.clone().masked_fill_({b}, 1)", f"torch.where({b}, {a}, {a}.flip(0))",
+            f"{b}.nonzero()", f"{a}[{b}.any(-1)]" if env[b].ndim > 1 else f"{a}[{b}, ...]",
+        ]
+    return f"{v} = " + rng.choice(forms)
+
+
 TYPED_KINDS = {f.__name__: f for f in (intarith, boolops, lowp, scalar0d, aliaswrite, bounds,
-                                       nnfunc, sizeflow)}
+                                       nnfunc, sizeflow, indexin)}
