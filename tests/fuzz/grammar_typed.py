@@ -28,6 +28,9 @@ outside fuzzer goes:
   indexin     integer and bool tensors (inputs) as indices: ``x[i % n]``, ``take``,
               ``index_select``, ``gather``, ``index_put_``, ``one_hot`` / ``bincount`` /
               ``embedding`` / ``searchsorted`` of them, bool masks (``x[b]``, ``masked_*``)
+  dtypeargs   ``view(dtype)`` bitcasts to other element sizes (the last dim scaled), writes
+              through them, ``dtype=`` of reductions and factories, ``type`` / ``type_as`` /
+              ``to``, ``full_like`` of a float into an int, ``arange`` overflowing int8
   sizeflow    Python ``if`` on sizes and dtypes, loops over sizes that write rows in
               place, ``torch.cond`` on a size with typed operands, reductions over dims
               chosen from sizes with ``keepdim``
@@ -157,7 +160,8 @@ def scalar0d(rng, env, v):
                     "torch.tensor(2, dtype=torch.int8)", "torch.tensor(0.5, dtype=torch.float16)",
                     f"{a}.sum()", f"{a}[0].sum()", f"{a}.flatten()[0]" if env[a].numel()
                     else "torch.tensor(1)"])
-    s = rng.choice(["2", "2.5", "True", "-1", "1e10", f"{a}.shape[0]", f"{a}.shape[-1] / 2"])
+    s = rng.choice(["2", "2.5", "True", "-1", "1e10", f"{a}.shape[0]", f"{a}.shape[-1] / 2",
+                    "1000", "2 ** 40", "-(2 ** 62)", "1e-8", "float('inf')"])
     return f"{v} = " + rng.choice([
         f"{a} + {z}", f"{z} * {a}", f"{a} - {z}" if env[a].dtype != torch.bool
         else f"{a} + {z}", f"{a} + {s}", f"{s} * {a}", f"{a} * {z} + {s}", f"{a} / {z}",
@@ -348,5 +352,49 @@ def indexin(rng, env, v):
     return f"{v} = " + rng.choice(forms)
 
 
+SIZES = {torch.int64: 8, torch.float64: 8, torch.int32: 4, torch.float32: 4, torch.int16: 2,
+         torch.float16: 2, torch.bfloat16: 2, torch.int8: 1, torch.uint8: 1, torch.bool: 1}
+
+
+def dtypeargs(rng, env, v):
+    a = _pick(env, rng, 1)
+    if a is None:
+        return None
+    t = env[a]
+    w = v + "a"
+    n = f"{a}.shape[-1]"
+    c = f"{a}.contiguous()"
+    same = [d for d, k in SIZES.items() if k == SIZES[t.dtype] and d != t.dtype]
+    other = rng.choice(list(SIZES))
+    ok = SIZES[other] <= SIZES[t.dtype] or t.shape[-1] * SIZES[t.dtype] % SIZES[other] == 0
+    dt = str(other)
+    forms = [
+        f"{v} = {c}.view({dt})" if ok else f"{v} = {c}.view(torch.uint8)",
+        f"{v} = {c}.view({str(rng.choice(same))}) * 1" if same else f"{v} = {a}.view(torch.uint8)",
+        f"{v} = {a}.clone()\n{w} = {v}.view(torch.uint8)\n{w}[..., :1] = 0",
+        f"{v} = {a}.clone()\n{w} = {v}.view({dt})\n{w}.zero_()" if ok else f"{v} = {a}.clone()",
+        f"{v} = {c}.view(torch.uint8).sum(-1)",
+        f"{v} = {a}.sum(dtype=torch.int8)" if t.dtype != torch.bool else f"{v} = {a}.sum()",
+        f"{v} = {a}.cumsum(0, dtype=torch.float64)", f"{v} = {a}.to({dt})",
+        f"{v} = {a}.type_as(torch.zeros(1, dtype={dt}))", f"{v} = {a}.type(torch.int32)",
+        f"{v} = torch.full_like({a}, 2.7)", f"{v} = torch.full_like({a}, -1, dtype={dt})"
+        if other != torch.uint8 else f"{v} = torch.full_like({a}, 255, dtype={dt})",
+        f"{v} = torch.zeros_like({a}, dtype=torch.bool) | ({a} != 0)",
+        f"{v} = {a}.new_zeros({n}) + 1", f"{v} = {a}.new_full(({n},), 3.5)",
+        f"{v} = torch.arange({a}.numel() * 20, dtype=torch.int8)",
+        f"{v} = torch.arange(0.5, {n} + 0.5)", f"{v} = torch.arange({n}, 0, -1, dtype={dt})"
+        if other != torch.bool else f"{v} = torch.arange({n})",
+        f"{v} = torch.linspace(0, {n}, {n} + 1, dtype=torch.int64)",
+        f"{v} = torch.empty_like({a}, dtype={dt}).fill_(1)",
+        f"{v} = {a}.abs().to(torch.uint8).to(torch.int8) - 1" if t.dtype != torch.bool
+        else f"{v} = {a}.to(torch.uint8) - 1",
+        f"{v} = {a}.double().half().bfloat16().float()",
+        f"{v} = {a}.mean(dtype=torch.float64)" if t.dtype != torch.bool
+        else f"{v} = {a}.float().mean()",
+        f"{v} = torch.prod({a}, 0, dtype=torch.int64)",
+    ]
+    return rng.choice(forms)
+
+
 TYPED_KINDS = {f.__name__: f for f in (intarith, boolops, lowp, scalar0d, aliaswrite, bounds,
-                                       nnfunc, sizeflow, indexin)}
+                                       nnfunc, sizeflow, indexin, dtypeargs)}
