@@ -104,13 +104,15 @@ def intarith(rng, env, v):
         f"torch.remainder({i}, {z})", f"torch.fmod({i}, {z})", f"torch.floor_divide({i}, {z})",
         f"{i} // {z}", f"{i} % {z}", f"{i} // 2.5", f"{i} % -1.5", f"{i} / {k}",
         f"{i} >> 1", f"({i} << 2) | 1", f"{i} & {z}", f"~{i}", f"{i} ^ -1", f"{i}.abs() % 4",
-        f"{i}.sum()", f"{i}.sum(-1)", f"{i}.sum(0, keepdim=True)", f"{i}.cumsum(0)", f"{i}.prod()", f"{i}.mean(dtype=torch.float32)",
+        f"{i}.sum()", f"{i}.sum(-1)", f"{i}.sum(0, keepdim=True)", f"{i}.cumsum(0)",
+        f"{i}.prod()", f"{i}.mean(dtype=torch.float32)",
         f"{i}.to(torch.int8) * 100", f"{i}.to(torch.uint8) - 3", f"{i}.to(torch.int8) + 127",
         f"{i} * {i}", f"{i} - {i}.flip(0)" if "[" not in i else f"{i} - 1",
         f"torch.true_divide({i}, {z})", f"{i}.float() / {i}.float()", f"{i} ** 2",
         f"{i}.pow(0)", f"torch.bitwise_left_shift({i}, 3)", f"{i}.sign()", f"{i}.neg()",
         f"{i}.max()", f"{i}.amin(0)", f"{i}.argmax()", f"{i}.sort(0).values",
-        f"torch.clamp({i}, -2, 2)", f"{i}.sum(dtype=torch.int8)", f"{i}.long().abs().bincount()",
+        f"torch.clamp({i}, -2, 2)", f"{i}.sum(dtype=torch.int8)",
+        f"({i}.long().abs() % 64).bincount()",
     ])
 
 
@@ -253,8 +255,8 @@ def nnfunc(rng, env, v):
     k = rng.choice([1, 2, 3])
     o = g * rng.choice([1, 2])
     ksz = ", ".join([str(k)] * nd)
-    wt = f"torch.linspace(-1, 1, {o * (c // g) * k ** nd}, dtype={x}.dtype).reshape({o}, {c // g}, {ksz})" \
-        if c else None
+    wt = (f"torch.linspace(-1, 1, {o * (c // g) * k ** nd}, dtype={x}.dtype)"
+          f".reshape({o}, {c // g}, {ksz})") if c else None
     conv = f"F.conv{nd}d"
     pool = rng.choice(["max", "avg"])
     forms = [
@@ -331,11 +333,13 @@ def indexin(rng, env, v):
     if i is not None:
         j = f"({i}.long() % max({n}, 1))"
         forms += [
-            f"{a}[{j}]", f"{a}[{i}.long().clamp(0, {n} - 1)]", f"{a}.index_select(0, {j}.flatten())",
+            f"{a}[{j}]", f"{a}[{i}.long().clamp(0, {n} - 1)]",
+            f"{a}.index_select(0, {j}.flatten())",
             f"torch.take({a}, {i}.long() % max({a}.numel(), 1))", f"{a}[..., {i}.long() % max("
             f"{a}.shape[-1], 1)]", f"{a}[{j}, {j}]" if t.ndim >= 2 else f"{a}[{j}] * 2",
             f"{a}[{j}.flatten()[:1]]", f"F.one_hot({i}.long().abs() % 5, 5)",
-            f"torch.bincount({i}.long().abs().flatten())", f"F.embedding({i}.long().abs() % 4, "
+            f"torch.bincount({i}.long().abs().flatten() % 64)",
+            f"F.embedding({i}.long().abs() % 4, "
             f"torch.linspace(-1, 1, 12).reshape(4, 3))",
             f"{a}.clone().index_put_(({j},), {a}[:1].sum(), accumulate=True)" if t.dtype
             != torch.bool else f"{a}[{j}]",
