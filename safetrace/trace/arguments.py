@@ -64,7 +64,8 @@ def resolve_normalized(tr: Recorder, packet: str, args: tuple, kwargs: dict) -> 
 def _zero_dim_as_scalars(tr: Recorder, packet: str, args: tuple, kwargs: dict) -> tuple | None:
     """``torch.clamp(x, t, 2.5)`` with a traced 0-d `t`: eager's parser gives the Scalar
     overload the tensor's value (``.item()``, a data read), so its dtype promotes as a
-    number's and a value out of the result dtype's range raises; the first argument stays."""
+    number's and a value out of the result dtype's range raises; the first argument stays.
+    So for a ``float`` argument (``torch.isclose(x, y, rtol=t)``, ``nan_to_num(nan=t)``)."""
     if not any(_zero_dim(v) for v in (*args[1:], *kwargs.values())):
         return None
     stand_in = {torch.bool: True}   # the kind of number each tensor gives (resolving only)
@@ -83,7 +84,7 @@ def _zero_dim_as_scalars(tr: Recorder, packet: str, args: tuple, kwargs: dict) -
     given = [(names[i], v) for i, v in enumerate(args) if 0 < i < len(names)] + \
         list(kwargs.items())
     if any(_zero_dim(v) and schema.get(k, "").removeprefix("Optional[").rstrip("]") not in
-           ("Scalar", "number") for k, v in given):
+           ("Scalar", "number", "float") for k, v in given):
         return None    # (a 0-d integer tensor for a size is read as __index__: dispatch.py)
 
     def item(v: Any) -> Any:

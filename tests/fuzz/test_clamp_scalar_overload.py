@@ -61,3 +61,24 @@ def test_a_bound_out_of_the_result_range_raises_as_in_eager():
         f(torch.ones(4))
     with pytest.raises(RuntimeError):
         ep.module()(torch.ones(4))
+
+
+def isclose_by_max(x):
+    return torch.isclose(x, x * 1.01, rtol=x.abs().max())
+
+
+def nan_to_num_by_sums(x):
+    return torch.nan_to_num(x.half() / 0, nan=x.double().sum(), posinf=x.double().max())
+
+
+@pytest.mark.parametrize("f", [isclose_by_max, nan_to_num_by_sums])
+def test_a_zero_dim_tensor_for_a_float_argument_is_its_value(f):
+    # eager's parser reads the 0-d tensor given for a `float` argument (refused before:
+    # UnsupportedCall, no overload of aten.isclose accepts these arguments)
+    ep = st.export(f, (torch.randn(4),), dynamic_shapes=({0: st.Dim("n", min=1)},))
+    g = torch.Generator().manual_seed(1)
+    for n in (1, 4, 9):
+        x = torch.randn(n, generator=g)
+        want, got = f(x), ep.module()(x)
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, equal_nan=True)
