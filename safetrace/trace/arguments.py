@@ -109,6 +109,15 @@ def _wrapped_number(tr: Recorder, v: Any, rest: tuple) -> Any:
     kind = True if isinstance(v, bool) else 1.0 if isinstance(v, (float, SymFloat)) else 1
     with torch._C.DisableTorchFunction():
         dtype = torch.result_type(kind, torch.empty(0, dtype=meta.dtype, device="meta"))
+    if kind == 1 and dtype not in (torch.int64, torch.bool) and not dtype.is_floating_point \
+            and not dtype.is_complex and not (type(v) is int and torch.iinfo(dtype).min <= v
+                                              <= torch.iinfo(dtype).max):
+        # an int out of the narrower dtype's range (`300 // x` of an int8 x, or a size that
+        # may be): eager's wrapped number is int64 and its cast wraps (300 -> 44), where
+        # scalar_tensor of the narrow dtype raises
+        wide = tr.emit(torch.ops.aten.scalar_tensor.default, (v,),
+                       {"dtype": torch.int64, "device": meta.device})
+        return tr.emit(torch.ops.aten._to_copy.default, (wide,), {"dtype": dtype})
     return tr.emit(torch.ops.aten.scalar_tensor.default, (v,),
                    {"dtype": dtype, "device": meta.device})
 
