@@ -173,6 +173,9 @@ def scalar0d(rng, env, v):
         f"torch.tensor({s}) + {a}", f"torch.zeros((), dtype={a}.dtype) + {z}",
         f"torch.result_type({a}, {z}) == torch.float32", f"({a} * {z}).sum()",
         f"torch.stack([{a}, {a}]) + {z}", f"torch.cat([{a}, {a}.float()]) * {s}",
+        # a Python number first (eager wraps it: an int out of the operand's range wraps)
+        f"{s} // {a}", f"torch.sub({s}, {a})", f"{s} - {a}", f"{s} % {a}", f"{s} ** {a}",
+        f"{a} ** True", f"{a} ** False", f"{s} / {a}",
     ])
 
 
