@@ -4,13 +4,17 @@ run is part of the test suite).
 Run: python benchmarks/fuzz.py --minutes N | --programs P [--seed S] [--inputs K] [--show 5]
 [--base] [--kinds raising,vmapping]  (by default the statement kinds of grammar.py, grammar_long.py,
 grammar_layout.py, grammar_ops.py, grammar_reach.py, grammar_cross.py, grammar_sweep.py and
-grammar_model.py, grammar_values.py, grammar_mixed.py and grammar_gaps.py; --kinds ops / reach /
-cross / sweep / model / values / mixed / gaps:
+grammar_model.py, grammar_values.py, grammar_mixed.py, grammar_gaps.py and grammar_typed.py;
+--kinds ops / reach / cross / sweep / model / values / mixed / gaps / typed:
 that module's only; --reach: the rule families the run's
 traces reached; inputs taken as forward's
 positional, keyword-only, nested-dict or list parameters, results returned as a tuple or
 nested in a dict (--flat: positional only, a tuple);
 --base: grammar.py's only, the programs the suite's short run draws from;
+inputs of any dtype (int64 / int32 / int8 / uint8 / bool / float16 / bfloat16 / float64 besides
+float32: grammar_typed.DTYPES), each typed program's first accepted input also tried with every
+tensor in another dtype, which it must refuse or compute as eager (--float-inputs: float32 only,
+as before session 35; --base: float32);
 --state: grammar_state.py's programs instead, each called CALLS times in sequence on inputs
 of any layout and dtype, outputs and buffers compared after every call; with --kinds
 state / layout_in / scalars)
@@ -45,6 +49,7 @@ from tests.fuzz.engine import classes, fuzz  # noqa: E402
 from tests.fuzz.grammar import KINDS, LAYOUTS, OUTS  # noqa: E402
 from tests.fuzz.grammar_cross import CROSS_KINDS  # noqa: E402
 from tests.fuzz.grammar_sweep import SWEEP_KINDS  # noqa: E402
+from tests.fuzz.grammar_typed import DTYPES, TYPED_KINDS  # noqa: E402
 from tests.fuzz.grammar_layout import LAYOUT_KINDS  # noqa: E402
 from tests.fuzz.grammar_gaps import GAP_KINDS  # noqa: E402
 from tests.fuzz.grammar_long import LONG_KINDS  # noqa: E402
@@ -89,6 +94,10 @@ def main() -> None:
                     help="share of exported programs also converted with ep.to_torch() and "
                          "st.load(st.save bytes).to_torch(), whose modules run on the same "
                          "inputs (tests/fuzz/converted.py; 0: none)")
+    ap.add_argument("--float-inputs", action="store_true",
+                    help="all inputs float32 (else, beyond --base, 60%% of inputs take "
+                         "another dtype: grammar_typed.DTYPES, int / bool / half / bfloat16 / "
+                         "double)")
     ap.add_argument("--state", action="store_true",
                     help="grammar_state's stateful programs called in sequence")
     opts = ap.parse_args()
@@ -98,7 +107,7 @@ def main() -> None:
                                                   **REACH_KINDS, **CROSS_KINDS,
                                                   **SWEEP_KINDS, **MODEL_KINDS,
                                                   **VALUE_KINDS, **MIXED_KINDS,
-                                                  **GAP_KINDS}
+                                                  **GAP_KINDS, **TYPED_KINDS}
     if opts.kinds == "ops":
         table = dict(OPS_KINDS)
     elif opts.kinds == "reach":
@@ -115,6 +124,8 @@ def main() -> None:
         table = dict(MIXED_KINDS)
     elif opts.kinds == "gaps":
         table = dict(GAP_KINDS)
+    elif opts.kinds == "typed":
+        table = dict(TYPED_KINDS)
     elif opts.kinds:
         table = {k: table[k] for k in opts.kinds.split(",")}
     torch.set_num_threads(1)
@@ -125,7 +136,8 @@ def main() -> None:
                  torch_export_p=opts.torch_export, kinds=table,
                  layouts=("flat",) if opts.base or opts.flat else LAYOUTS,
                  outs=("tuple",) if opts.base or opts.flat else OUTS,
-                 to_torch_p=opts.to_torch)
+                 to_torch_p=opts.to_torch,
+                 dtypes=() if opts.base or opts.float_inputs else DTYPES)
     print(stats.line(), flush=True)
     print(stats.refusal_line())
     print(stats.refusals.table(opts.refusals), flush=True)

@@ -331,7 +331,8 @@ class DynamicDims(NamedRelations):
                 seen.add(f"pin:{decl.where}")
                 seen.add(f"pin:{root}")
                 value, origin = pinned
-                value = int(decl.expr.evaluate({root: value}))  # a derived dim: 2*d -> 2*v
+                value = int(decl.expr.evaluate(  # a derived dim: 2*d -> 2*v (its symbol,
+                    {root: value, **dict.fromkeys(decl.expr.free_symbols, value)}))  # AUTO's
                 self.fixes[(decl.path, decl.dim)] = value
                 named = getattr(decl.spec, "root", decl.spec)  # (the Dim: every use of it,
                 if decl.kind in ("named", "derived"):  # other inputs' too, pinned at once)

@@ -219,7 +219,10 @@ def div(self: Any, other: Any, *, rounding_mode: str | None = None) -> TensorMet
 def power(self: Any, exponent: Any) -> TensorMeta:
     """pow: broadcast and promote; integers to negative integer scalar powers are rejected."""
     dtype = result_type(self, exponent)
-    check(dtype is not torch.bool, "pow", "\"pow\" not implemented for 'Bool'")
+    # (a bool tensor to a bool power is its copy or ones: aten's exponent-1 / exponent-0
+    # shortcuts run before the kernel that refuses bool)
+    check(dtype is not torch.bool or (isinstance(self, TensorMeta) and type(exponent) is bool),
+          "pow", "\"pow\" not implemented for 'Bool'")
     if isinstance(self, TensorMeta) and dtype_category(self.dtype) <= INT and \
             type(exponent) is int and dtype_category(dtype) <= INT:
         check(exponent >= 0, "pow", "Integers to negative integer powers are not allowed.")

@@ -138,13 +138,13 @@ class SymInt:
 
     def __pow__(self, k: object) -> Any:
         if not isinstance(k, int) or isinstance(k, SymFloat):
-            # a float exponent: a float expression where the base is >= 0 (never complex),
-            # else opaque where the env has them, else the specialized base's value
+            # a float power: a float expr (base >= 0), opaque, else of the base's value
             if isinstance(k, (float, SymFloat)) and D.bounds_of(self.env, self.expr).lo >= 0:
                 return SymFloat._mixed("pow", self, k, False)
             if self.env.opaque_float is not None and isinstance(k, (float, SymFloat)):
                 return self.env.opaque_float("pow", (self, k))
-            return float(self) ** k  # type: ignore[operator]
+            number = isinstance(k, (float, SymInt, SymFloat))   # (a tensor's: its __rpow__)
+            return float(self) ** k if number else NotImplemented  # type: ignore[operator]
         n = int(k)
         if n < 0:
             return SymFloat._make(F.fbin("fpow", self.expr, const(n)), self.env)

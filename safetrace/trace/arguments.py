@@ -49,6 +49,8 @@ def resolve_normalized(tr: Recorder, packet: str, args: tuple, kwargs: dict) -> 
     if normalized is not None:
         args, kwargs = normalized
         found = resolve(packet, args, kwargs)
+    if found is None:
+        found = _zero_dim_as_scalars(tr, packet, args, kwargs)
     if found is None and args and is_number(args[0]) and not isinstance(args[0], complex):
         # a number where only a tensor fits (torch.div(n, 4, rounding_mode="trunc"),
         # torch.floor_divide(2, x) from `2 // x`): eager wraps it in a 0-d tensor.  Last,
@@ -57,6 +59,43 @@ def resolve_normalized(tr: Recorder, packet: str, args: tuple, kwargs: dict) -> 
         args = (_wrapped_number(tr, args[0], args[1:]),) + tuple(args[1:])
         found = resolve(packet, args, kwargs)
     return found
+
+
+def _zero_dim_as_scalars(tr: Recorder, packet: str, args: tuple, kwargs: dict) -> tuple | None:
+    """``torch.clamp(x, t, 2.5)`` with a traced 0-d `t`: eager's parser gives the Scalar
+    overload the tensor's value (``.item()``, a data read), so its dtype promotes as a
+    number's and a value out of the result dtype's range raises; the first argument stays.
+    So for a ``float`` argument (``torch.isclose(x, y, rtol=t)``, ``nan_to_num(nan=t)``)."""
+    if not any(_zero_dim(v) for v in (*args[1:], *kwargs.values())):
+        return None
+    stand_in = {torch.bool: True}   # the kind of number each tensor gives (resolving only)
+
+    def standing(v: Any) -> Any:
+        if not _zero_dim(v):
+            return v
+        return stand_in.get(v.dtype, 1.0 if v.dtype.is_floating_point else 1)
+
+    found = resolve(packet, args[:1] + tuple(standing(a) for a in args[1:]),
+                    {k: standing(v) for k, v in kwargs.items()})
+    if found is None:
+        return None
+    schema = {a.name: str(a.real_type) for a in found[0]._schema.arguments}
+    names = [a.name for a in found[0]._schema.arguments]
+    given = [(names[i], v) for i, v in enumerate(args) if 0 < i < len(names)] + \
+        list(kwargs.items())
+    if any(_zero_dim(v) and schema.get(k, "").removeprefix("Optional[").rstrip("]") not in
+           ("Scalar", "number", "float") for k, v in given):
+        return None    # (a 0-d integer tensor for a size is read as __index__: dispatch.py)
+
+    def item(v: Any) -> Any:
+        return tr.redispatch(torch.Tensor.item, (v,), {}) if _zero_dim(v) else v
+
+    return resolve(packet, args[:1] + tuple(item(a) for a in args[1:]),
+                   {k: item(v) for k, v in kwargs.items()})
+
+
+def _zero_dim(v: Any) -> bool:
+    return isinstance(v, Proxy) and v.dim() == 0 and not v.dtype.is_complex
 
 
 def _wrapped_number(tr: Recorder, v: Any, rest: tuple) -> Any:
@@ -70,6 +109,15 @@ def _wrapped_number(tr: Recorder, v: Any, rest: tuple) -> Any:
     kind = True if isinstance(v, bool) else 1.0 if isinstance(v, (float, SymFloat)) else 1
     with torch._C.DisableTorchFunction():
         dtype = torch.result_type(kind, torch.empty(0, dtype=meta.dtype, device="meta"))
+    if kind == 1 and dtype not in (torch.int64, torch.bool) and not dtype.is_floating_point \
+            and not dtype.is_complex and not (type(v) is int and torch.iinfo(dtype).min <= v
+                                              <= torch.iinfo(dtype).max):
+        # an int out of the narrower dtype's range (`300 // x` of an int8 x, or a size that
+        # may be): eager's wrapped number is int64 and its cast wraps (300 -> 44), where
+        # scalar_tensor of the narrow dtype raises
+        wide = tr.emit(torch.ops.aten.scalar_tensor.default, (v,),
+                       {"dtype": torch.int64, "device": meta.device})
+        return tr.emit(torch.ops.aten._to_copy.default, (wide,), {"dtype": dtype})
     return tr.emit(torch.ops.aten.scalar_tensor.default, (v,),
                    {"dtype": dtype, "device": meta.device})
 

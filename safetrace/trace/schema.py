@@ -342,6 +342,21 @@ def _search(packet_name: str, args: tuple, kwargs: dict) -> tuple | None:
     for loose, pack in passes:
         for schema in candidates:
             bound = bind(schema, args, kwargs, loose, pack)
-            if bound is not None:
+            if bound is not None and not (loose and _number_beside_tensor(schema, bound)):
                 return schema, loose, pack, bound
     return None
+
+
+def _number_beside_tensor(schema: Schema, bound: tuple) -> bool:
+    """A number bound to a ``Tensor?`` argument while another one holds a tensor
+    (``torch.clamp(x, t, 2.5)``): eager's parser takes no such mix for the Tensor overload;
+    it calls the Scalar one with the 0-d tensor's value, or refuses a tensor of more dims."""
+    args, kwargs = bound
+    number = tensor = False
+    for i, spec in enumerate(schema.args):
+        if not (spec.optional and spec.kind == "Tensor"):
+            continue
+        v = kwargs.get(spec.name) if spec.kwarg_only else (args[i] if i < len(args) else None)
+        number = number or is_number(v)
+        tensor = tensor or _is_tensor(v)
+    return number and tensor

@@ -60,7 +60,7 @@ from safetrace import Dim
 from safetrace.symbolic.canon import subs
 from safetrace.symbolic.expr import terms
 from tests.conformance.checker import compare
-from tests.fuzz.grammar import KINDS, Program, build
+from tests.fuzz.grammar import KINDS, Program, build, typed
 
 FIELDS = ("programs", "exported", "inputs", "ok", "rejected", "over_rejection",
           "small_by_design", "oblivious_by_design", "count_by_design", "vmap_by_design",
@@ -134,6 +134,7 @@ class Stats:
                 f"ranks), "
                 f"WRONG {c['WRONG']}, "
                 f"crash_after_checks {c['crash_after_checks']}, export_crash {c['export_crash']}"
+                + (f", other-dtype probes {c['dtype_probes']}" if c["dtype_probes"] else "")
                 + (f"\n{_converted_line(c)}" if c["to_torch programs"] else ""))
 
     def refusal_line(self) -> str:
@@ -337,9 +338,14 @@ def count_pin(message: str) -> bool:
     return bool(re.search(r" == \d+$", cond) and _PIECES.search(line) and _WHOLE.search(line))
 
 
-def make_args(shapes, seed):
+def make_args(shapes, seed, dtypes=None):
+    """Inputs of `shapes` (float32 normal values; with `dtypes`, each input's as
+    ``grammar.typed`` makes the example's)."""
     g = torch.Generator().manual_seed(seed)
-    return tuple(torch.randn(*s, generator=g) for s in shapes)
+    args = tuple(torch.randn(list(s), generator=g) for s in shapes)
+    if dtypes is None:
+        return args
+    return tuple(typed(a, d) for a, d in zip(args, dtypes))
 
 
 # -- one program ---------------------------------------------------------------------------
@@ -546,7 +552,7 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
     ranks = None
     for shapes, admitted in input_sizes(rng, program.inputs, spec, roots, n_inputs,
                                              ep.contract, program.paths()):
-        args = make_args(shapes, rng.randrange(2**31))
+        args = make_args(shapes, rng.randrange(2**31), [t.dtype for _, t in program.inputs])
         c["inputs"] += 1
         outcome, msg = run_input(eager, module, args)
         c[outcome] += 1
@@ -570,6 +576,8 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
             stats.findings.append(Finding(outcome, program, spec, args, msg))
         elif outcome == "ok" and not msg:
             accepted.append(args)
+    if accepted and any(t.dtype != torch.float32 for _, t in program.inputs):
+        _dtype_probe(eager, module, accepted[0], program, spec, stats)
     if accepted and rng.random() < roundtrip_p:
         _roundtrip(program, spec, ep, module, accepted, stats)
     if to_torch_p and runs and rng.random() < to_torch_p:   # (drawn last: the run's other
@@ -578,6 +586,25 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
 
         check_converted(program, spec, ep, runs, stats, lambda kind, args, msg:
                         stats.findings.append(Finding(kind, program, spec, args, msg)))
+
+
+OTHER_DTYPE = {torch.float32: torch.float64, torch.float64: torch.float32,
+               torch.float16: torch.bfloat16, torch.bfloat16: torch.float16,
+               torch.int64: torch.int32, torch.int32: torch.int64, torch.int16: torch.int64,
+               torch.int8: torch.uint8, torch.uint8: torch.int8, torch.bool: torch.uint8}
+
+
+def _dtype_probe(eager, module, args, program, spec, stats):
+    """An accepted input of a typed program with each tensor in another dtype (outside the
+    declared space): refused, or eager's result (``dtype_probes``; a program that runs it
+    to another result is WRONG)."""
+    c = stats.counts
+    other = tuple(a.to(OTHER_DTYPE.get(a.dtype, torch.float64)) for a in args)
+    c["dtype_probes"] += 1
+    outcome, msg = run_input(eager, module, other)
+    if outcome in BAD:
+        c[outcome] += 1
+        stats.findings.append(Finding(outcome, program, spec, other, "other dtypes: " + msg))
 
 
 def _roundtrip(program, spec, ep, module, accepted, stats):
@@ -607,16 +634,18 @@ def _roundtrip(program, spec, ep, module, accepted, stats):
 
 
 def fuzz(seed=0, programs=None, seconds=None, n_inputs=24, kinds=None, roundtrip_p=0.25,
-         avoid=(), torch_export_p=0.0, layouts=("flat",), outs=("tuple",), to_torch_p=0.0):
+         avoid=(), torch_export_p=0.0, layouts=("flat",), outs=("tuple",), to_torch_p=0.0,
+         dtypes=()):
     """Run until `programs` programs or `seconds` elapsed; returns Stats. ``layouts``: how
     forward may take its inputs (grammar.LAYOUTS: flat, keyword-only, a nested dict, a
     list); ``outs``: how it may return its results (grammar.OUTS); ``to_torch_p``: the share
     of exported programs also converted with ``to_torch()`` and ``st.load(...).to_torch()``
-    and run on the same inputs (tests/fuzz/converted.py)."""
+    and run on the same inputs (tests/fuzz/converted.py); ``dtypes``: the dtypes an input
+    may take besides float32 (grammar.build)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")      # torch's degrees-of-freedom warnings on empty dims
         return _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid,
-                     torch_export_p, layouts, outs, to_torch_p)
+                     torch_export_p, layouts, outs, to_torch_p, dtypes)
 
 
 
@@ -630,10 +659,10 @@ def program_rngs(seed, programs, seconds, stats):
         yield random.Random(rng.randrange(2**62))
 
 def _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid, torch_export_p,
-          layouts, outs, to_torch_p=0.0):
+          layouts, outs, to_torch_p=0.0, dtypes=()):
     stats = Stats()
     for prng in program_rngs(seed, programs, seconds, stats):
-        program = build(prng, kinds, avoid=avoid, layouts=layouts, outs=outs)
+        program = build(prng, kinds, avoid=avoid, layouts=layouts, outs=outs, dtypes=dtypes)
         if not program.stmts:
             continue
         spec, roots = random_spec(prng, program.inputs)

@@ -432,17 +432,36 @@ def random_inputs(rng):
     return out
 
 
+def typed(t: torch.Tensor, dtype) -> torch.Tensor:
+    """Float32 normal values `t` as a tensor of `dtype`: integers of a few units (signed
+    ones negative too; uint8 small and non-negative), bools by sign, floats cast."""
+    if dtype == torch.float32:
+        return t
+    if dtype.is_floating_point:
+        return t.to(dtype)
+    if dtype == torch.bool:
+        return t > 0
+    if dtype == torch.uint8:
+        return (t * 4).round().abs().to(dtype)
+    return (t * 4).round().to(dtype)
+
+
 def build(rng: random.Random, kinds=None, tries=40, avoid=(), layouts=("flat",),
-          outs=("tuple",)) -> Program:
+          outs=("tuple",), dtypes=()) -> Program:
     """A program of 2–8 statements, each checked against eager on the example; statements
     containing an ``avoid`` substring are not used (known open bugs, for the short run).
     ``kinds``: names of ``KINDS``, or a table name -> generator (the long run's, with
     grammar_long.LONG_KINDS). ``layouts``: how forward may take its inputs (``LAYOUTS``; one
     layout draws nothing, so the short run's programs stay as they were); ``outs``: how it may
-    return its results (``OUTS``; one draws nothing)."""
+    return its results (``OUTS``; one draws nothing); ``dtypes``: the dtypes an input may
+    take besides float32 (``typed``; none: all float32, as the short run's)."""
     table = kinds if isinstance(kinds, dict) else KINDS
     kinds = list(kinds or KINDS)
     p = Program(random_inputs(rng), [], state=rng.random() < 0.3)
+    if dtypes:   # inputs of other dtypes (the typed run's; none drawn without it), some 0-d
+        p.inputs = [(n, typed(t if rng.random() < 0.85 else t.flatten()[:1].sum(),
+                              rng.choice(dtypes)) if rng.random() < 0.6 else t)
+                    for n, t in p.inputs]
     p.layout = rng.choice(layouts) if len(layouts) > 1 else layouts[0]
     p.outs = rng.choice(outs) if len(outs) > 1 else outs[0]
     want = rng.randint(2, 8)
