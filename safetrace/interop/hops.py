@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import operator
 import os
 import warnings
 from typing import Any
@@ -423,8 +424,14 @@ def functional_writes(graph: torch.fx.Graph) -> bool:
             return False
         chain = _view_chain(base)
         if chain is None:
-            return False  # a write through a view torch has no scatter operator for
+            # a write through a view torch has no scatter operator for (one piece of a
+            # ``tensor_split``/``chunk``/``unbind``: the write stays, as eager makes it)
+            return False
         whole = chain[-1].args[0] if chain else base
+        if _reads_written(node, _memory(whole)):
+            # an operand aliasing the written tensor (``v.index_add_(0, i, v[:1].expand(..))``):
+            # eager reads it while writing, the functional form before (fuzz typed seed 3)
+            return False
         if any(v is not base and _read_across(v, order, order[node])
                for v in _views_of(whole, order, node)):
             return False  # a view taken before the write and read after it
@@ -476,6 +483,40 @@ def written_after(node: torch.fx.Node) -> bool:
     return False
 
 
+def _memory(node: Any) -> Any:
+    """The node whose memory `node` is: the tensor its views (and in-place writes, and
+    the pieces of a ``split``) were taken of."""
+    while isinstance(node, torch.fx.Node) and node.args and isinstance(node.args[0],
+                                                                        torch.fx.Node):
+        if not (_is_view(node) or _is_piece(node) or _writes_first(node)):
+            break
+        node = node.args[0]
+    return node
+
+
+def _writes_first(node: torch.fx.Node) -> bool:
+    t = node.target
+    return isinstance(t, torch._ops.OpOverload) and t._schema.is_mutable and \
+        functional_of(t) is not None
+
+
+def _reads_written(write: torch.fx.Node, memory: torch.fx.Node) -> bool:
+    """Whether a tensor operand of `write` other than the written one is `memory`."""
+    return any(_memory(a) is memory for a in _flat_nodes((write.args[1:], write.kwargs)))
+
+
+def _flat_nodes(args: Any) -> list:
+    out: list = []
+    torch.fx.node.map_arg(args, out.append)
+    return out
+
+
+def _is_piece(node: torch.fx.Node) -> bool:
+    """Whether `node` is one output of a view returning several (``split``, ``unbind``)."""
+    return node.op == "call_function" and node.target is operator.getitem and \
+        isinstance(node.args[0], torch.fx.Node) and _is_view(node.args[0])
+
+
 def _read_later(old: torch.fx.Node, new: torch.fx.Node, order: dict, at: int) -> None:
     """Every read of `old` after position `at` reads `new` instead."""
     for user in list(old.users):
@@ -487,7 +528,7 @@ def _view_chain(node: torch.fx.Node) -> list | None:
     """The views `node` was taken through, innermost first ([] for a tensor that is no
     view); None where one of them has no scatter operator."""
     chain = []
-    while isinstance(node, torch.fx.Node) and _is_view(node):
+    while isinstance(node, torch.fx.Node) and (_is_view(node) or _is_piece(node)):
         if node.target not in _SCATTER:
             return None
         chain.append(node)
@@ -523,7 +564,7 @@ def _views_of(base: torch.fx.Node, order: dict, write: torch.fx.Node) -> list:
     out, todo = [], [base]
     while todo:
         for u in todo.pop().users:
-            if _is_view(u) and order[u] < order[write] and u not in out:
+            if (_is_view(u) or _is_piece(u)) and order[u] < order[write] and u not in out:
                 out.append(u)
                 todo.append(u)
     return out

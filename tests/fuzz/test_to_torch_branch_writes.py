@@ -3,8 +3,8 @@ a program whose size split (``torch.cond``) holds an in-place write that eager m
 a view: ``st.export``'s program equals eager, the converted one does not (torch's cond
 functionalizes the branch: a write through a ``tensor_split`` view no longer reaches its
 base; ``index_add_`` reads its aliased source before the write instead of between the two
-adds). Interop's lane: strict xfails, to drop once the conversion writes as eager does or
-refuses."""
+adds). Fixed (conv35b): such writes stay in place in the converted branch, as eager makes
+them (``interop/hops.py``, ``functional_writes``)."""
 
 from __future__ import annotations
 
@@ -33,8 +33,6 @@ class AliasedIndexAdd(torch.nn.Module):
         return v0, v1
 
 
-@pytest.mark.xfail(strict=True, reason="to_torch: a write inside a size split's branch "
-                                       "(interop, open)")
 @pytest.mark.parametrize("model, example, spec, other", [
     (WriteThroughSplit, torch.arange(1., 5.), ({0: st.Dim("n", min=1)},), torch.arange(1., 4.)),
     (AliasedIndexAdd, torch.randn(2, 2), ({1: st.Dim("n")},), torch.randn(2, 8)),
