@@ -149,3 +149,18 @@ def decomposition_narrowed(extra: str) -> ConversionError:
         f"inputs, which the program does not; decomposing must keep the input contract",
         fix=f"pass a decomp_table without the operator whose decomposition needs it "
             f"(ep.run_decompositions({{...}})), or {_RUN_OURS}")
+
+
+def aliased_write(node: str, op: str, where: str, tool: str) -> ConversionError:
+    """A deploy tool retracing the converted program would functionalize an in-place write
+    that reads the tensor it writes (an operand aliasing it): torch's functional form reads
+    that operand before the write, eager while writing, and their results differ."""
+    return ConversionError(
+        f"node {node} ({op}){where} writes a tensor in place while reading it through "
+        f"another operand (a view of the written tensor): eager reads that operand while "
+        f"writing, but {tool} retraces the program into functional operators, which read it "
+        f"before the write, so the deployed program would compute another result "
+        f"(ep.module() and ep.to_torch().module() compute eager's)",
+        fix="pass a copy of the operand (`v.index_add_(0, idx, v[:1].clone().expand(...))`), "
+            "which gives the functional result in eager too, or write into a new tensor "
+            "(`v = v.index_add(0, idx, v[:1].expand(...))`); or " + _RUN_OURS)

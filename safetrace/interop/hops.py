@@ -428,7 +428,7 @@ def functional_writes(graph: torch.fx.Graph) -> bool:
             # ``tensor_split``/``chunk``/``unbind``: the write stays, as eager makes it)
             return False
         whole = chain[-1].args[0] if chain else base
-        if _reads_written(node, _memory(whole)):
+        if reads_written(node, memory_of(whole)):
             # an operand aliasing the written tensor (``v.index_add_(0, i, v[:1].expand(..))``):
             # eager reads it while writing, the functional form before (fuzz typed seed 3)
             return False
@@ -483,7 +483,7 @@ def written_after(node: torch.fx.Node) -> bool:
     return False
 
 
-def _memory(node: Any) -> Any:
+def memory_of(node: Any) -> Any:
     """The node whose memory `node` is: the tensor its views (and in-place writes, and
     the pieces of a ``split``) were taken of."""
     while isinstance(node, torch.fx.Node) and node.args and isinstance(node.args[0],
@@ -500,9 +500,9 @@ def _writes_first(node: torch.fx.Node) -> bool:
         functional_of(t) is not None
 
 
-def _reads_written(write: torch.fx.Node, memory: torch.fx.Node) -> bool:
+def reads_written(write: torch.fx.Node, memory: torch.fx.Node) -> bool:
     """Whether a tensor operand of `write` other than the written one is `memory`."""
-    return any(_memory(a) is memory for a in _flat_nodes((write.args[1:], write.kwargs)))
+    return any(memory_of(a) is memory for a in _flat_nodes((write.args[1:], write.kwargs)))
 
 
 def _flat_nodes(args: Any) -> list:

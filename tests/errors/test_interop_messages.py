@@ -31,9 +31,11 @@ CASES = {
     "no_torch_form": lambda: EI.no_torch_form("s0 ** 2"),
     "conversion_crashed": lambda: EI.conversion_crashed("KeyError: s3", "safetrace/interop/contract.py:453"),
     "decomposition_narrowed": lambda: EI.decomposition_narrowed("`a.shape[2] % 8 == 0`"),
+    "aliased_write": lambda: EI.aliased_write("index_add_", "aten.index_add_.default", " (at m.py:4 `v.index_add_(0, i, v[:1].expand(2, n))`)", "st.to_onnx"),
 }
 
 GOLDEN = {
+    'aliased_write': "node index_add_ (aten.index_add_.default) (at m.py:4 `v.index_add_(0, i, v[:1].expand(2, n))`) writes a tensor in place while reading it through another operand (a view of the written tensor): eager reads that operand while writing, but st.to_onnx retraces the program into functional operators, which read it before the write, so the deployed program would compute another result (ep.module() and ep.to_torch().module() compute eager's)\nFix: pass a copy of the operand (`v.index_add_(0, idx, v[:1].clone().expand(...))`), which gives the functional result in eager too, or write into a new tensor (`v = v.index_add(0, idx, v[:1].expand(...))`); or run the program with ep.module() (no conversion needed), or st.save / st.load it",
     'unrepresentable_call_loaded': "node check_2 is a loaded program's call-time budget check (check of safetrace.serialize.value_sizes: the bytes or work of an op whose sizes are read from data, checked before it runs), which torch.export graphs cannot hold (from m.py:3 `y.nonzero()`)\nFix: convert the program st.export gave, before st.save (`st.export(model, args, dynamic_shapes=...).to_torch()`), or run the loaded program with ep.module() (its budgets then hold)",
     'unrepresentable_call': 'node print_1 calls print, which torch.export graphs cannot hold (only operator overloads and size arithmetic) (from m.py:3 `print(x)`)\nFix: wrap the computation in a custom operator (torch.library.custom_op) so the graph calls an operator overload, or run the program with ep.module() (no conversion needed), or st.save / st.load it',
     'not_a_subgraph': "node get_attr_1 reads attribute 'weight', which is no control-flow subgraph of the program\nFix: run the program with ep.module() (no conversion needed), or st.save / st.load it",
