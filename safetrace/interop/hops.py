@@ -26,6 +26,8 @@ from safetrace.interop.contract import evaluate
 from safetrace.interop.hierarchy import Boundaries
 from safetrace.interop.implication import implied
 from safetrace.interop.node_checks import branch_symbols, where
+from safetrace.interop.piece_views import is_piece as _is_piece, is_view as _is_view, \
+    pieces_as_views as _pieces_as_views
 from safetrace.symbolic import canon, to_expr
 from safetrace.symbolic.expr import const, sym
 from safetrace.trace.hops import submodules
@@ -422,6 +424,9 @@ def functional_writes(graph: torch.fx.Graph) -> bool:
         base = node.args[0] if node.args else None
         if functional is None or not isinstance(base, torch.fx.Node):
             return False
+        if _pieces_as_views(graph, base):  # (a piece of a split: now its slice)
+            base = node.args[0]
+            order = {n: i for i, n in enumerate(graph.nodes)}
         chain = _view_chain(base)
         if chain is None:
             # a write through a view torch has no scatter operator for (one piece of a
@@ -511,12 +516,6 @@ def _flat_nodes(args: Any) -> list:
     return out
 
 
-def _is_piece(node: torch.fx.Node) -> bool:
-    """Whether `node` is one output of a view returning several (``split``, ``unbind``)."""
-    return node.op == "call_function" and node.target is operator.getitem and \
-        isinstance(node.args[0], torch.fx.Node) and _is_view(node.args[0])
-
-
 def _read_later(old: torch.fx.Node, new: torch.fx.Node, order: dict, at: int) -> None:
     """Every read of `old` after position `at` reads `new` instead."""
     for user in list(old.users):
@@ -572,12 +571,6 @@ def _views_of(base: torch.fx.Node, order: dict, write: torch.fx.Node) -> list:
 
 def _read_across(view: torch.fx.Node, order: dict, at: int) -> bool:
     return any(order[u] > at for u in view.users)
-
-
-def _is_view(node: torch.fx.Node) -> bool:
-    t = node.target
-    return isinstance(t, torch._ops.OpOverload) and not t._schema.is_mutable and \
-        any(r.alias_info is not None for r in t._schema.returns)
 
 
 MAP_IMPL = torch.ops.higher_order.map_impl

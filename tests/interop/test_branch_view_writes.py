@@ -91,7 +91,7 @@ def _converted(model, example, spec):
         return ep, ep.to_torch()
 
 
-def _check(model, example, spec, others, outside):
+def _check(model, example, spec, others, outside, retraced=False):
     ep, tep = _converted(model, example, spec)
     module = tep.module()
     for x in (example, *others):
@@ -99,6 +99,17 @@ def _check(model, example, spec, others, outside):
         torch.testing.assert_close(ep.module()(x.clone()), model(x.clone()))
     with pytest.raises(Exception):
         module(outside)
+    if retraced:  # torch's own functionalizing retrace (ONNX, ExecuTorch, AOTInductor's)
+        decomposed = tep.run_decompositions().module()
+        for x in (example, *others):
+            torch.testing.assert_close(decomposed(x.clone()), model(x.clone()))
+
+
+# (narrow: a branch returning a view of another output, which torch's retrace of
+# the cond refuses, "might be aliasing the input or the output"; tensor_split: torch's
+# decomposition of a symbolic tensor_split specializes to the example's parity, which the
+# deploy tools refuse: test_deploy_refuses_a_symbolic_tensor_split)
+_NOT_RETRACED = {"narrow", "tensor_split"}
 
 
 def _unverified(monkeypatch, name, at_zero=False):
@@ -113,7 +124,8 @@ def _unverified(monkeypatch, name, at_zero=False):
 def test_write_through_piece(name, monkeypatch):
     _unverified(monkeypatch, name)
     _check(ThroughPiece(_PIECES[name]), torch.randn(4, 2), ({0: st.Dim("n", min=1, max=64)},),
-           [torch.randn(1, 2), torch.randn(3, 2), torch.randn(7, 2)], torch.randn(0, 2))
+           [torch.randn(1, 2), torch.randn(3, 2), torch.randn(7, 2)], torch.randn(0, 2),
+           retraced=name not in _NOT_RETRACED)
 
 
 @pytest.mark.parametrize("name", ["tensor_split", "chunk"])
