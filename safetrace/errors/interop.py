@@ -164,3 +164,16 @@ def aliased_write(node: str, op: str, where: str, tool: str) -> ConversionError:
         fix="pass a copy of the operand (`v.index_add_(0, idx, v[:1].clone().expand(...))`), "
             "which gives the functional result in eager too, or write into a new tensor "
             "(`v = v.index_add(0, idx, v[:1].expand(...))`); or " + _RUN_OURS)
+
+
+def retrace_specializes(node: str, op: str, where: str, tool: str) -> ConversionError:
+    """A deploy tool's retrace would decompose `op` by the example's sizes, dropping the
+    guard (``tensor_split`` of a symbolic size by its remainder at the example)."""
+    return ConversionError(
+        f"node {node} ({op}){where} splits a dynamic size into sections: {tool} retraces "
+        f"the program through torch's decomposition of it, which picks the piece sizes by "
+        f"the example's remainder and drops that guard, so the deployed program would "
+        f"cut other sizes differently (ep.module() and ep.to_torch().module() compute "
+        f"eager's)",
+        fix="split by explicit sizes, as tensor_split does (for 2 sections: `k = (n + 1) "
+            "// 2; a, b = x.split([k, n - k], dim)` with n = x.shape[dim]); or " + _RUN_OURS)

@@ -23,7 +23,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from safetrace.errors.deploy import compiled_specialized, package_unchecked
-from safetrace.interop.aliased_writes import refuse_aliased_writes
+from safetrace.interop.retrace_refusals import refuse_for_retrace
 from safetrace.interop.aoti_checks import PackageChecks, checking_inputs
 from safetrace.exporter.contract import TensorInput
 from safetrace.symbolic import canon
@@ -53,7 +53,7 @@ def to_aoti(ep: Any, package_path: Any = None, *, inductor_configs: dict | None 
     (``CompiledSpecialized``): inductor decomposes some ops (LSTM, GRU) into loops over a
     dim and specializes it silently, and the other sizes pass the package's input checks."""
     tep = ep.to_torch()
-    refuse_aliased_writes(tep, "AOTInductor (st.to_aoti)")
+    refuse_for_retrace(tep, "AOTInductor (st.to_aoti)")
     harden_checks(tep, ep.contract)
     _messages_in_one_line(tep)
     if package_path is None:

@@ -20,7 +20,7 @@ import torch
 
 from safetrace.errors import ConversionWarning, conversion_error
 from safetrace.exporter.contract import TensorInput
-from safetrace.interop.aliased_writes import refuse_aliased_writes
+from safetrace.interop.retrace_refusals import refuse_for_retrace
 from safetrace.interop.composites import beyond_torch
 from safetrace.interop.executorch_forms import executorch_forms
 from safetrace.interop.executorch_sums import for_executorch
@@ -48,7 +48,7 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     `compile_config` is an ``exir.EdgeCompileConfig``."""
     exir = _exir()
     tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
-    refuse_aliased_writes(tep, "st.to_executorch")
+    refuse_for_retrace(tep, "st.to_executorch")
     _bounded(tep)
     # without autograd: ExecuTorch's passes replay a torch.cond under grad mode through
     # its autograd key, whose re-trace of the branches finds the data-dependent symbols

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from safetrace.interop.aliased_writes import refuse_aliased_writes
+from safetrace.interop.retrace_refusals import refuse_for_retrace
 from safetrace.interop.composites import beyond_torch
 from safetrace.interop.onnx_attention import masked_attention
 from safetrace.interop.onnx_checks import add_input_checks
@@ -33,7 +33,7 @@ def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
     `kwargs` go to ``torch.onnx.export`` (``opset_version``, ``optimize``, ...)."""
     own = not isinstance(ep, torch.export.ExportedProgram)
     tep = ep.to_torch() if own else ep
-    refuse_aliased_writes(tep, "st.to_onnx")
+    refuse_for_retrace(tep, "st.to_onnx")
     kwargs.setdefault("verbose", False)
     # (torch's operator registry: 0.7 s to build, made once)
     with cached_registry():

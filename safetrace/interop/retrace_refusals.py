@@ -1,0 +1,59 @@
+"""What the deploy tools refuse because their retrace would compute another result.
+
+ONNX, ExecuTorch and AOTInductor retrace ``ep.to_torch()``'s program through torch's
+functionalization and decompositions; the converted program runs as eager does, but:
+
+* an in-place write one of whose other operands is a view of the written tensor
+  (``v.index_add_(0, idx, v[:1].expand(2, n))``) is read, functionally, before the write,
+  where eager reads it while writing: row 0 added to itself twice gives 9x in eager, 5x
+  functional (``aliased_write``);
+* ``tensor_split(x, k, dim)`` over a symbolic size decomposes by the example's remainder
+  (``n % k == 0`` at an even example: every piece ``n // k`` long), a guard the retrace
+  drops: at an odd size the first piece loses a row (``retrace_specializes``).
+
+Such a program is refused rather than deployed with another result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.errors import interop as EI
+from safetrace.interop.hops import functional_of, memory_of, reads_written
+
+_SECTIONS = torch.ops.aten.tensor_split.sections
+
+
+def refuse_for_retrace(tep: Any, tool: str) -> None:
+    """Raise for the first such node in `tep`'s graphs (branches and loop bodies too)."""
+    for module in tep.graph_module.modules():
+        if not isinstance(module, torch.fx.GraphModule):
+            continue
+        for node in module.graph.nodes:
+            t = node.target
+            if node.op != "call_function" or not isinstance(t, torch._ops.OpOverload):
+                continue
+            if t is _SECTIONS and _symbolic_sections(node):
+                raise EI.retrace_specializes(node.name, str(t), _where(node), tool)
+            if not t._schema.is_mutable or functional_of(t) is None or \
+                    not node.args or not isinstance(node.args[0], torch.fx.Node):
+                continue
+            if reads_written(node, memory_of(node.args[0])):
+                raise EI.aliased_write(node.name, str(t), _where(node), tool)
+
+
+def _symbolic_sections(node: torch.fx.Node) -> bool:
+    """Whether `node` (``tensor_split.sections``) splits a symbolic size in more than one."""
+    x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    k = node.args[1] if len(node.args) > 1 else node.kwargs.get("sections")
+    dim = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
+    if not isinstance(x, torch.Tensor) or not isinstance(dim, int) or x.dim() == 0:
+        return False
+    return not (isinstance(k, int) and k == 1) and \
+        not isinstance(x.shape[dim % x.dim()], int)
+
+
+def _where(node: torch.fx.Node) -> str:
+    trace = (node.meta.get("stack_trace") or "").strip().splitlines()
+    return f" (at {trace[-2].strip()} `{trace[-1].strip()}`)" if len(trace) >= 2 else ""
