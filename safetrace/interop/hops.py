@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import math
-import operator
 import os
 import warnings
 from typing import Any
@@ -429,8 +428,8 @@ def functional_writes(graph: torch.fx.Graph) -> bool:
             order = {n: i for i, n in enumerate(graph.nodes)}
         chain = _view_chain(base)
         if chain is None:
-            # a write through a view torch has no scatter operator for (one piece of a
-            # ``tensor_split``/``chunk``/``unbind``: the write stays, as eager makes it)
+            # a write through a view torch has no scatter operator for (a transpose, a
+            # piece of a split `as_single_view` does not know): it stays, as eager makes it
             return False
         whole = chain[-1].args[0] if chain else base
         if reads_written(node, memory_of(whole)):
