@@ -211,7 +211,7 @@ def code_patches(model: Any, fn: Any, walk: list | None = None) -> list[tuple[An
     facts = getattr(walk, "facts", None)
     last = facts.get(_LAST) if facts is not None else None
     if last is not None and same_search(fn, walk, last[0]):
-        fs = last[0][5][2]
+        fs = last[0][4][2]
         hit = last[1]
         if _PATCHES.get(id(fs)) is hit and \
                 all(map(operator.is_, map(_CODE_OF, fs), hit[1])) and \

@@ -449,7 +449,7 @@ def kept_search(fn: Any, walk: Any, fs: list) -> tuple | None:
     if not all(hit is not None and hit[1] is part
                for (_, hit), (_, part) in zip(closure, union[1])):
         return None
-    return type(fn), f, entry, ids, classes, union, closure
+    return type(fn), entry, ids, classes, union, closure  # (`f` by the entry's weak reference)
 
 
 def same_search(fn: Any, walk: Any, kept: tuple) -> bool:
@@ -458,10 +458,13 @@ def same_search(fn: Any, walk: Any, kept: tuple) -> bool:
     reads, ``walk.held``), `fn` is the same function with the same code and namespace
     size, and each cache entry the answer came from is still the one in place (and each
     module of its closure still of the size its entry was made at)."""
-    kind, f, entry, ids, classes, union, closure = kept
+    kind, entry, ids, classes, union, closure = kept
     held = walk.held
-    if held is None or held or type(fn) is not kind or getattr(fn, "__func__", fn) is not f or \
-            _FUNCTIONS.get(id(f)) is not entry or entry[2] is not f.__code__ or \
+    if held is None or held or type(fn) is not kind:
+        return False
+    f = getattr(fn, "__func__", fn)
+    if _FUNCTIONS.get(id(f)) is not entry or entry[0]() is not f or \
+            entry[2] is not f.__code__ or \
             entry[1] != len(f.__globals__) or walk.facts.get(_UNION) is not union or \
             not all(map(operator.is_, map(_CLASSES.get, ids), classes)):
         return False
