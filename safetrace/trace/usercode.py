@@ -415,3 +415,60 @@ def _collect(roots: list, containers: int = 2) -> tuple[list, list]:
     for r in roots:
         visit(r, 0)
     return funcs, mods
+
+
+# (the key, in a walk's facts, of ``kept_search``'s record: what the last export of the
+# same modules read to find that none holds code and which functions the classes reach)
+_LAST = "usercode.last"
+
+
+def kept_search(fn: Any, walk: Any, fs: list) -> tuple | None:
+    """A record of ``functions(model, fn, walk)``'s cached answer `fs` for a walk whose
+    modules hold no code (``walk.held`` empty), for ``same_search`` to check at the next
+    export: the cache entries it was made from (the traced function's, each class's, the
+    union's, each module of the union's closure), each to be found again, unchanged.
+    None where the answer is not one such a check can vouch for."""
+    facts = getattr(walk, "facts", None)
+    if facts is None or walk.held is None or walk.held:
+        return None
+    f = getattr(fn, "__func__", fn)
+    if type(f) is not types.FunctionType or f is not fn and \
+            getattr(fn, "__self__", None) is None:
+        return None
+    entry = _FUNCTIONS.get(id(f))
+    union = facts.get(_UNION)
+    if entry is None or entry[0]() is not f or entry[2] is not f.__code__ or \
+            union is None or union[2] is not fs:
+        return None
+    ids = tuple(map(id, classes_of(walk)))
+    classes = tuple(map(_CLASSES.get, ids))
+    parts = [entry[3], *(c[1] if c is not None else None for c in classes)]
+    if len(parts) != len(union[0]) or not all(map(operator.is_, parts, union[0])):
+        return None
+    closure = tuple((m, _MODULES.get(m.__name__)) for m, _ in union[1])
+    if not all(hit is not None and hit[1] is part
+               for (_, hit), (_, part) in zip(closure, union[1])):
+        return None
+    return type(fn), entry, ids, classes, union, closure  # (`f` by the entry's weak reference)
+
+
+def same_search(fn: Any, walk: Any, kept: tuple) -> bool:
+    """Whether ``functions(model, fn, walk)`` gives now the answer `kept` (``kept_search``'s
+    record) was made from: the walk's modules still hold no code (the model snapshot's
+    reads, ``walk.held``), `fn` is the same function with the same code and namespace
+    size, and each cache entry the answer came from is still the one in place (and each
+    module of its closure still of the size its entry was made at)."""
+    kind, entry, ids, classes, union, closure = kept
+    held = walk.held
+    if held is None or held or type(fn) is not kind:
+        return False
+    f = getattr(fn, "__func__", fn)
+    if _FUNCTIONS.get(id(f)) is not entry or entry[0]() is not f or \
+            entry[2] is not f.__code__ or \
+            entry[1] != len(f.__globals__) or walk.facts.get(_UNION) is not union or \
+            not all(map(operator.is_, map(_CLASSES.get, ids), classes)):
+        return False
+    for m, hit in closure:
+        if _MODULES.get(m.__name__) is not hit or hit[0] != len(m.__dict__):
+            return False
+    return True
