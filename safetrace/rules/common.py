@@ -173,6 +173,12 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
         small = _zero_or_one_broadcast(a, b)
         if small is not None:
             return small
+        if ha != hb or ha == 0:
+            ok = _one_symbol_broadcast(a, b)
+            if ok is not None:
+                if not ok:  # a guard: the symbol's values where eager broadcasts
+                    raise _mismatch(a, b, i, op)
+                return decided_max(a, b) * decided_min(decided_min(a, b), 1)
         if ha == hb:
             if ha == 1:  # a Dim.AUTO size 1 stays 1 (as torch.export specializes it), so
                 if _flexible(a) and a == 1:  # the other size keeps its declared range
@@ -300,6 +306,21 @@ def _either_broadcasts(a: SymInt, b: SymInt) -> Size:
     (not max alone: 1 broadcast with 0 is 0)."""
     bool((a == 1) | (b == 1) | (a == b))  # a guard (it holds at the example)
     return decided_max(a, b) * decided_min(decided_min(a, b), 1)
+
+
+def _one_symbol_broadcast(a: Size, b: Size) -> Any:
+    """Two different sizes of one and the same symbol (``cat([v, v])`` against ``v``: 2k
+    and k): eager's condition (a == 1, b == 1 or a == b) is then a condition on that symbol
+    alone, which holds at more than the example's value (k = 0 and k = 1), where a guard of
+    the example's side (k == 1, or 2k == k) pinned the symbol to one of them.  Returns that
+    condition (None for other sizes); the result is then exact for each way it holds:
+    max(a, b) * min(a, b, 1)."""
+    if not (isinstance(a, SymInt) and isinstance(b, SymInt)) or a.env is not b.env:
+        return None
+    names = a.expr.free_symbols
+    if len(names) != 1 or b.expr.free_symbols != names:
+        return None
+    return (a == 1) | (b == 1) | (a == b)
 
 
 def _flexible(size: Size) -> bool:
