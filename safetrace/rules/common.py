@@ -174,7 +174,7 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
         if small is not None:
             return small
         if ha != hb or ha == 0:
-            ok = _one_symbol_broadcast(a, b)
+            ok = _one_symbol_broadcast(a, b, ha == 0)
             if ok is not None:
                 if not ok:  # a guard: the symbol's values where eager broadcasts
                     raise _mismatch(a, b, i, op)
@@ -308,18 +308,24 @@ def _either_broadcasts(a: SymInt, b: SymInt) -> Size:
     return decided_max(a, b) * decided_min(decided_min(a, b), 1)
 
 
-def _one_symbol_broadcast(a: Size, b: Size) -> Any:
+def _one_symbol_broadcast(a: Size, b: Size, empty: bool = False) -> Any:
     """Two different sizes of one and the same symbol (``cat([v, v])`` against ``v``: 2k
     and k): eager's condition (a == 1, b == 1 or a == b) is then a condition on that symbol
     alone, which holds at more than the example's value (k = 0 and k = 1), where a guard of
-    the example's side (k == 1, or 2k == k) pinned the symbol to one of them.  Returns that
-    condition (None for other sizes); the result is then exact for each way it holds:
-    max(a, b) * min(a, b, 1)."""
+    the example's side (k == 1, or 2k == k) pinned the symbol to one of them.  So for any
+    sizes both 0 at the example (`empty`: d0 against d0 * d1, where d0 = 1 broadcasts and
+    the guard d0 == d0 * d1 refused it).  Returns that condition (None for other sizes);
+    the result is then exact for each way it holds: max(a, b) * min(a, b, 1)."""
     if not (isinstance(a, SymInt) and isinstance(b, SymInt)) or a.env is not b.env:
         return None
     names = a.expr.free_symbols
-    if len(names) != 1 or b.expr.free_symbols != names:
+    if empty:  # (two bare sizes stay unified, a == b: eager raises wherever they differ
+        if a.expr.op == "sym" and b.expr.op == "sym":  # with both at least 2)
+            return None
+    elif len(names) != 1 or b.expr.free_symbols != names:
         return None
+    if cond_true(a == b):
+        return None  # (equal sizes: the caller's way keeps the expression)
     return (a == 1) | (b == 1) | (a == b)
 
 
