@@ -176,7 +176,9 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
         if ha != hb or ha == 0:
             ok = _one_symbol_broadcast(a, b, ha == 0)
             if ok is not None:
-                if not ok:  # a guard: the symbol's values where eager broadcasts
+                with requiring():  # eager's own condition: where it fails eager raises
+                    holds = bool(ok)
+                if not holds:
                     raise _mismatch(a, b, i, op)
                 return decided_max(a, b) * decided_min(decided_min(a, b), 1)
         if ha == hb:

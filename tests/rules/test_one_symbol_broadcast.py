@@ -30,7 +30,7 @@ def test_sizes_of_one_symbol_broadcast_where_eager_does(example, dim):
 
 
 def test_a_declared_dim_that_eager_cannot_run_whole_is_refused():
-    with pytest.raises(DeclaredSpaceViolation, match="== 1"):
+    with pytest.raises(DeclaredSpaceViolation, match="model itself fails in eager"):
         st.export(f, (torch.randn(1),), dynamic_shapes=({0: st.Dim("k")},))
 
 
