@@ -314,15 +314,18 @@ def _one_symbol_broadcast(a: Size, b: Size, empty: bool = False) -> Any:
     """Two different sizes of one and the same symbol (``cat([v, v])`` against ``v``: 2k
     and k): eager's condition (a == 1, b == 1 or a == b) is then a condition on that symbol
     alone, which holds at more than the example's value (k = 0 and k = 1), where a guard of
-    the example's side (k == 1, or 2k == k) pinned the symbol to one of them.  So for any
-    sizes both 0 at the example (`empty`: d0 against d0 * d1, where d0 = 1 broadcasts and
-    the guard d0 == d0 * d1 refused it).  Returns that condition (None for other sizes);
+    the example's side (k == 1, or 2k == k) pinned the symbol to one of them.  So for
+    sizes of a common symbol both 0 at the example (`empty`: d0 against d0 * d1, where
+    d0 = 1 broadcasts and the guard d0 == d0 * d1 refused it).  Returns that condition
+    (None for other sizes);
     the result is then exact for each way it holds: max(a, b) * min(a, b, 1)."""
     if not (isinstance(a, SymInt) and isinstance(b, SymInt)) or a.env is not b.env:
         return None
     names = a.expr.free_symbols
     if empty:  # (two bare sizes stay unified, a == b: eager raises wherever they differ
-        if a.expr.op == "sym" and b.expr.op == "sym":  # with both at least 2)
+        # with both at least 2; and sizes of no common symbol, which a split's sides may
+        # tie to each other)
+        if a.expr.op == "sym" and b.expr.op == "sym" or not names & b.expr.free_symbols:
             return None
     elif len(names) != 1 or b.expr.free_symbols != names:
         return None
