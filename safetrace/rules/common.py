@@ -173,6 +173,14 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
         small = _zero_or_one_broadcast(a, b)
         if small is not None:
             return small
+        if ha != hb or ha == 0:
+            ok = _one_symbol_broadcast(a, b, ha == 0)
+            if ok is not None:
+                with requiring():  # eager's own condition: where it fails eager raises
+                    holds = bool(ok)
+                if not holds:
+                    raise _mismatch(a, b, i, op)
+                return decided_max(a, b) * decided_min(decided_min(a, b), 1)
         if ha == hb:
             if ha == 1:  # a Dim.AUTO size 1 stays 1 (as torch.export specializes it), so
                 if _flexible(a) and a == 1:  # the other size keeps its declared range
@@ -300,6 +308,30 @@ def _either_broadcasts(a: SymInt, b: SymInt) -> Size:
     (not max alone: 1 broadcast with 0 is 0)."""
     bool((a == 1) | (b == 1) | (a == b))  # a guard (it holds at the example)
     return decided_max(a, b) * decided_min(decided_min(a, b), 1)
+
+
+def _one_symbol_broadcast(a: Size, b: Size, empty: bool = False) -> Any:
+    """Two different sizes of one and the same symbol (``cat([v, v])`` against ``v``: 2k
+    and k): eager's condition (a == 1, b == 1 or a == b) is then a condition on that symbol
+    alone, which holds at more than the example's value (k = 0 and k = 1), where a guard of
+    the example's side (k == 1, or 2k == k) pinned the symbol to one of them.  So for
+    sizes of a common symbol both 0 at the example (`empty`: d0 against d0 * d1, where
+    d0 = 1 broadcasts and the guard d0 == d0 * d1 refused it).  Returns that condition
+    (None for other sizes);
+    the result is then exact for each way it holds: max(a, b) * min(a, b, 1)."""
+    if not (isinstance(a, SymInt) and isinstance(b, SymInt)) or a.env is not b.env:
+        return None
+    names = a.expr.free_symbols
+    if empty:  # (two bare sizes stay unified, a == b: eager raises wherever they differ
+        # with both at least 2; and sizes of no common symbol, which a split's sides may
+        # tie to each other)
+        if a.expr.op == "sym" and b.expr.op == "sym" or not names & b.expr.free_symbols:
+            return None
+    elif len(names) != 1 or b.expr.free_symbols != names:
+        return None
+    if cond_true(a == b):
+        return None  # (equal sizes: the caller's way keeps the expression)
+    return (a == 1) | (b == 1) | (a == b)
 
 
 def _flexible(size: Size) -> bool:

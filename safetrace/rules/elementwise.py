@@ -13,6 +13,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.meta import TensorMeta
+from safetrace.meta.symtypes import SYM_CLASSES
 from safetrace.rules.common import (
     TO_COMPLEX,
     broadcast_shapes,
@@ -21,6 +22,7 @@ from safetrace.rules.common import (
     float_result,
     requiring,
     result_type,
+    scalar_category,
 )
 from safetrace.rules.pointwise import (
     BOOL,
@@ -137,10 +139,12 @@ def round_rule(self: TensorMeta, *, decimals: int = 0) -> TensorMeta:
 
 
 def check_alpha(op: str, dtype: torch.dtype, alpha: Any) -> None:
-    """add/sub's alpha must be representable in the result's dtype category."""
-    if isinstance(alpha, bool):
+    """add/sub's alpha must be representable in the result's dtype category (a value read
+    from a 0-d tensor, ``alpha=t``, by its kind: SymBool, SymInt, SymFloat)."""
+    kind = scalar_category(alpha) if type(alpha) in SYM_CLASSES else None
+    if isinstance(alpha, bool) or kind == 0:
         check(dtype is torch.bool, op, "Boolean alpha only supported for Boolean results.")
-    elif isinstance(alpha, float):
+    elif isinstance(alpha, float) or kind == 2:
         check(dtype.is_floating_point or dtype.is_complex, op,
               "For integral input tensors, argument alpha must not be a floating point number.")
     elif isinstance(alpha, complex):

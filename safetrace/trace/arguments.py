@@ -65,23 +65,34 @@ def _zero_dim_as_scalars(tr: Recorder, packet: str, args: tuple, kwargs: dict) -
     """``torch.clamp(x, t, 2.5)`` with a traced 0-d `t`: eager's parser gives the Scalar
     overload the tensor's value (``.item()``, a data read), so its dtype promotes as a
     number's and a value out of the result dtype's range raises; the first argument stays.
-    So for a ``float`` argument (``torch.isclose(x, y, rtol=t)``, ``nan_to_num(nan=t)``)."""
+    So for a ``float`` argument (``torch.isclose(x, y, rtol=t)``, ``nan_to_num(nan=t)``).
+    Keywords alone first: ``a.add(b, alpha=t)`` of 0-d `a`, `b` and `t` keeps `b` a tensor."""
+    if any(_zero_dim(v) for v in kwargs.values()) and any(_zero_dim(v) for v in args[1:]):
+        found = _as_scalars(tr, packet, args, kwargs, 0)
+        if found is not None:
+            return found
     if not any(_zero_dim(v) for v in (*args[1:], *kwargs.values())):
         return None
+    return _as_scalars(tr, packet, args, kwargs, len(args))
+
+
+def _as_scalars(tr: Recorder, packet: str, args: tuple, kwargs: dict, upto: int) -> tuple | None:
+    """The overload with the 0-d tensors in ``args[1:upto]`` and in `kwargs` read as numbers."""
     stand_in = {torch.bool: True}   # the kind of number each tensor gives (resolving only)
+    read = [0 < i < upto and _zero_dim(v) for i, v in enumerate(args)]
 
     def standing(v: Any) -> Any:
         if not _zero_dim(v):
             return v
         return stand_in.get(v.dtype, 1.0 if v.dtype.is_floating_point else 1)
 
-    found = resolve(packet, args[:1] + tuple(standing(a) for a in args[1:]),
+    found = resolve(packet, tuple(standing(a) if r else a for a, r in zip(args, read)),
                     {k: standing(v) for k, v in kwargs.items()})
     if found is None:
         return None
     schema = {a.name: str(a.real_type) for a in found[0]._schema.arguments}
     names = [a.name for a in found[0]._schema.arguments]
-    given = [(names[i], v) for i, v in enumerate(args) if 0 < i < len(names)] + \
+    given = [(names[i], v) for i, v in enumerate(args) if read[i] and i < len(names)] + \
         list(kwargs.items())
     if any(_zero_dim(v) and schema.get(k, "").removeprefix("Optional[").rstrip("]") not in
            ("Scalar", "number", "float") for k, v in given):
@@ -90,7 +101,7 @@ def _zero_dim_as_scalars(tr: Recorder, packet: str, args: tuple, kwargs: dict) -
     def item(v: Any) -> Any:
         return tr.redispatch(torch.Tensor.item, (v,), {}) if _zero_dim(v) else v
 
-    return resolve(packet, args[:1] + tuple(item(a) for a in args[1:]),
+    return resolve(packet, tuple(item(a) if r else a for a, r in zip(args, read)),
                    {k: item(v) for k, v in kwargs.items()})
 
 

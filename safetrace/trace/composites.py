@@ -14,6 +14,10 @@ from typing import Any, Callable
 
 import torch
 
+from safetrace.symbolic import SymBool, sym_not
+from safetrace.trace.asserts import check
+from safetrace.trace.current import active_tracer
+from safetrace.trace.proxy import Proxy
 from safetrace.trace.schema import schemas_of
 
 _NO = object()
@@ -122,6 +126,30 @@ def _evaluation_batch_norm(named: dict) -> bool:
     return True
 
 
+def _ordered_bounds(named: dict) -> bool:
+    """F.hardtanh: its body raises ValueError where ``min_val > max_val`` (aten.hardtanh
+    clamps to max_val instead): bound only where the numbers are ordered (else traced
+    through, and the body raises).  A 0-d tensor bound (``F.hardtanh(x, t, 1.0)``) is read
+    as eager's parser reads it for the op (``.item()``), and the body's test on it is
+    asserted at run time instead of read (a data question at export)."""
+    lo, hi = named.get("min_val", -1.0), named.get("max_val", 1.0)
+    if not any(isinstance(v, Proxy) and v.dim() == 0 for v in (lo, hi)):
+        return type(lo) in (int, float) and type(hi) in (int, float) and not lo > hi
+    tr = active_tracer()
+    if tr is None or not all(type(v) in (int, float) or isinstance(v, Proxy) and v.dim() == 0
+                             and not v.dtype.is_complex for v in (lo, hi)):
+        return False
+    lo, hi = (tr.redispatch(torch.Tensor.item, (v,), {}) if isinstance(v, Proxy) else v
+              for v in (lo, hi))
+    ordered = sym_not(lo > hi)  # (read lo <= hi: a NaN bound, which eager lets through, is
+    # refused at run time)
+    if not isinstance(ordered, SymBool):
+        return bool(ordered)
+    check(ordered, "min_val cannot be greater than max_val (F.hardtanh)")
+    named["min_val"], named["max_val"] = lo, hi
+    return True
+
+
 # checks a composite's body makes that its ATen namesake's rule does not (F.dropout's
 # ValueError for p outside [0, 1]): a call failing one is traced through, and its body
 # raises as in eager (an accepted call may be completed with what the body adds)
@@ -129,7 +157,7 @@ _ACCEPTS = {"dropout": _probability, "alpha_dropout": _probability,
             "batch_norm": _evaluation_batch_norm,
             "feature_alpha_dropout": _probability,
             # (F.group_norm's ValueError where N*C/G * prod(spatial) == 1: a size guard)
-            "group_norm": lambda named: False}
+            "group_norm": lambda named: False, "hardtanh": _ordered_bounds}
 
 
 def bind_by_name(func: Callable, packet: str, args: tuple, kwargs: dict) -> dict | None:

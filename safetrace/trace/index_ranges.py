@@ -24,7 +24,7 @@ from safetrace.trace.asserts import emit_assert
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.source import stack_trace
-from safetrace.trace.values import integral, program_data
+from safetrace.trace.values import integral, program_data, unit_alpha
 from safetrace.trace.versions import stamp
 
 _A = torch.ops.aten
@@ -98,7 +98,7 @@ def _value(tr: Recorder, t: Any) -> Any:
 def _add(tr: Recorder, args: tuple, kwargs: dict, result: Proxy, sign: int) -> None:
     """``index + offset`` (or ``offset + index`` for add): the span moved by the offset's
     known value."""
-    if len(args) < 2 or kwargs.get("alpha", 1) != 1 or len(args) > 2:
+    if len(args) < 2 or not unit_alpha(kwargs) or len(args) > 2:
         return
     a, b = args[0], args[1]
     if sign < 0 or span(tr, a) is not None:

@@ -78,6 +78,13 @@ def constant_int(t: torch.Tensor) -> int | None:
         return int(t.item())
 
 
+def unit_alpha(kwargs: dict) -> bool:
+    """add/sub's alpha is absent or the number 1; one read from data (``alpha=t`` of a 0-d
+    tensor ``t``) is not known to be, and is not asked (a question on data)."""
+    alpha = kwargs.get("alpha", 1)
+    return type(alpha) in (bool, int, float) and alpha == 1
+
+
 def scalar_value(op: Any, args: tuple, kwargs: dict, result: Proxy,
                  constant: Any = None) -> Any:
     """The known value of `result` of ``op(*args)`` (a 0-d integer tensor), or None;
@@ -87,7 +94,7 @@ def scalar_value(op: Any, args: tuple, kwargs: dict, result: Proxy,
     if meta.shape != () or meta.dtype.is_floating_point or meta.dtype.is_complex or \
             meta.dtype is torch.bool:
         return None
-    if kwargs.get("alpha", 1) != 1:
+    if not unit_alpha(kwargs):
         return None
     vals = []
     for a in args:
@@ -146,7 +153,7 @@ def value_recipe(op: Any, args: tuple, kwargs: dict, result: Proxy,
     ``data(t)`` is the graph value of a real tensor the program reads (a buffer), or None."""
     meta = result.st_meta
     if meta.shape != () or not integral(meta.dtype) or VALUE_OPS.get(op) is None or \
-            kwargs.get("alpha", 1) != 1:
+            not unit_alpha(kwargs):
         return None
     args = tuple(_data_or(data, a) for a in args)
     for a in args:
