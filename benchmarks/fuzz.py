@@ -98,6 +98,10 @@ def main() -> None:
                     help="all inputs float32 (else, beyond --base, 60%% of inputs take "
                          "another dtype: grammar_typed.DTYPES, int / bool / half / bfloat16 / "
                          "double)")
+    ap.add_argument("--program-seconds", type=float, default=60.0,
+                    help="leave a program whose checks take longer (counted as timeouts: "
+                         "eager's own work at a drawn input size can grow past reason, e.g. "
+                         "a loop over an outer product's rows); 0: no limit")
     ap.add_argument("--state", action="store_true",
                     help="grammar_state's stateful programs called in sequence")
     opts = ap.parse_args()
@@ -137,7 +141,8 @@ def main() -> None:
                  layouts=("flat",) if opts.base or opts.flat else LAYOUTS,
                  outs=("tuple",) if opts.base or opts.flat else OUTS,
                  to_torch_p=opts.to_torch,
-                 dtypes=() if opts.base or opts.float_inputs else DTYPES)
+                 dtypes=() if opts.base or opts.float_inputs else DTYPES,
+                 program_seconds=opts.program_seconds or None)
     print(stats.line(), flush=True)
     print(stats.refusal_line())
     print(stats.refusals.table(opts.refusals), flush=True)

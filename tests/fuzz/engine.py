@@ -48,6 +48,8 @@ import copy
 import io
 import random
 import re
+import signal
+import threading
 import time
 import warnings
 from collections import Counter
@@ -135,6 +137,8 @@ class Stats:
                 f"WRONG {c['WRONG']}, "
                 f"crash_after_checks {c['crash_after_checks']}, export_crash {c['export_crash']}"
                 + (f", other-dtype probes {c['dtype_probes']}" if c["dtype_probes"] else "")
+                + (f", timeouts {c['timeouts']} (programs left past --program-seconds)"
+                   if c["timeouts"] else "")
                 + (f"\n{_converted_line(c)}" if c["to_torch programs"] else ""))
 
     def refusal_line(self) -> str:
@@ -635,17 +639,43 @@ def _roundtrip(program, spec, ep, module, accepted, stats):
 
 def fuzz(seed=0, programs=None, seconds=None, n_inputs=24, kinds=None, roundtrip_p=0.25,
          avoid=(), torch_export_p=0.0, layouts=("flat",), outs=("tuple",), to_torch_p=0.0,
-         dtypes=()):
+         dtypes=(), program_seconds=None):
     """Run until `programs` programs or `seconds` elapsed; returns Stats. ``layouts``: how
     forward may take its inputs (grammar.LAYOUTS: flat, keyword-only, a nested dict, a
     list); ``outs``: how it may return its results (grammar.OUTS); ``to_torch_p``: the share
     of exported programs also converted with ``to_torch()`` and ``st.load(...).to_torch()``
     and run on the same inputs (tests/fuzz/converted.py); ``dtypes``: the dtypes an input
-    may take besides float32 (grammar.build)."""
+    may take besides float32 (grammar.build); ``program_seconds``: a program whose checks
+    take longer is left (counted ``timeouts``: an input size where eager's own work grows
+    past reason, e.g. a loop over an outer product's rows; main thread only)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")      # torch's degrees-of-freedom warnings on empty dims
         return _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid,
-                     torch_export_p, layouts, outs, to_torch_p, dtypes)
+                     torch_export_p, layouts, outs, to_torch_p, dtypes, program_seconds)
+
+
+class ProgramTimeout(BaseException):
+    """A program's checks ran past ``program_seconds`` (a BaseException: the library's and
+    the engine's ``except Exception`` must not take it for the program's own error)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds):
+    if not seconds or not hasattr(signal, "SIGALRM") or \
+            threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum, frame):
+        raise ProgramTimeout(f"checks ran past {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 
@@ -659,15 +689,19 @@ def program_rngs(seed, programs, seconds, stats):
         yield random.Random(rng.randrange(2**62))
 
 def _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid, torch_export_p,
-          layouts, outs, to_torch_p=0.0, dtypes=()):
+          layouts, outs, to_torch_p=0.0, dtypes=(), program_seconds=None):
     stats = Stats()
     for prng in program_rngs(seed, programs, seconds, stats):
         program = build(prng, kinds, avoid=avoid, layouts=layouts, outs=outs, dtypes=dtypes)
         if not program.stmts:
             continue
         spec, roots = random_spec(prng, program.inputs)
-        check_program(program, spec, roots, prng, stats, n_inputs, roundtrip_p, torch_export_p,
-                      to_torch_p)
+        try:
+            with _time_limit(program_seconds):
+                check_program(program, spec, roots, prng, stats, n_inputs, roundtrip_p,
+                              torch_export_p, to_torch_p)
+        except ProgramTimeout:
+            stats.counts["timeouts"] += 1
     return stats
 
 
