@@ -7,21 +7,88 @@ is by ``max(d, 1)`` instead: the same value wherever ``d != 0``, and where ``d =
 ``or`` is true (the ``and`` false) whatever the division gives.  So the converted
 program's assert refuses or accepts such an input cleanly instead of raising
 ``ZeroDivisionError`` inside torch's graph.
+
+Where no such test sits beside it and the divisor's range (from the contract's symbols'
+ranges) holds 0 (``(s0 + 1)//2`` at ``s0 == 0``, under ``s0 <= 2 or ...`` whose first
+side our checks read first), the comparison holding the division is made false at a zero
+divisor (``d != 0 and <comparison over max(d, 1)>``; under a ``not``, true): the ``or``
+then rests on its other sides, and an ``and`` refuses, where the division has no value.
 """
+
 
 from __future__ import annotations
 
 from safetrace import symbolic as S
 from safetrace.symbolic import Expr
+from safetrace.symbolic.canon import and_, eq, max_, ne, or_
 from safetrace.symbolic.expr import make_node
+from safetrace.symbolic.ranges import (
+    FULL, Range, r_add, r_floordiv, r_max, r_min, r_mod, r_mul,
+)
 
 _DIVISIONS = ("mod", "floordiv")
 
 
-def guarded_divisions(e: Expr) -> Expr:
+def guarded_divisions(e: Expr, ranges: dict | None = None) -> Expr:
     """`e` with each division that an enclosing ``d == 0`` / ``d != 0`` test makes moot at
-    zero written as a division by ``max(d, 1)`` (`e` itself where there is none)."""
-    return _rewrite(e, frozenset(), {})
+    zero written as a division by ``max(d, 1)`` (`e` itself where there is none); with
+    ``ranges`` (symbol name -> Range), each other division whose divisor may be 0 made
+    safe in its comparison (`_zero_safe`)."""
+    out = _rewrite(e, frozenset(), {})
+    return out if ranges is None else _zero_safe(out, True, ranges)
+
+
+_COMPARISONS = ("eq", "ne", "lt", "le", "ge", "gt")
+
+
+def _zero_safe(e: Expr, positive: bool, ranges: dict) -> Expr:
+    if e.op in ("and", "or"):
+        args = tuple(_zero_safe(a, positive, ranges) for a in e.args)
+        return e if args == e.args else make_node(e.op, args)
+    if e.op == "not":
+        a = _zero_safe(e.args[0], not positive, ranges)
+        return e if a is e.args[0] else make_node("not", (a,))
+    if e.op not in _COMPARISONS:
+        return e
+    divisors: list[Expr] = []
+    atom = _safe_terms(e, ranges, divisors)
+    if not divisors:
+        return e
+    if positive:   # (false at a zero divisor)
+        return and_(*(ne(d, 0) for d in divisors), atom)
+    return or_(*(eq(d, 0) for d in divisors), atom)   # (under a not: true there)
+
+
+def _safe_terms(e: Expr, ranges: dict, divisors: list) -> Expr:
+    if not e.args:
+        return e
+    args = tuple(_safe_terms(a, ranges, divisors) for a in e.args)
+    if e.op in _DIVISIONS:
+        r = _bounds(args[1], ranges)
+        if r.lo <= 0 <= r.hi:
+            divisors.append(args[1])
+            args = (args[0], max_(args[1], 1))
+    return e if args == e.args else make_node(e.op, args)
+
+
+_RANGE_OPS = {"add": r_add, "mul": r_mul, "floordiv": r_floordiv, "mod": r_mod,
+              "min": r_min, "max": r_max}
+
+
+def _bounds(e: Expr, ranges: dict) -> Range:
+    """A range holding every value of the integer expression `e` where its symbols lie in
+    ``ranges`` (conservative: FULL for what it does not know)."""
+    if e.op == "const" and isinstance(e.value, int):
+        return Range(e.value, e.value)
+    if e.op == "sym":
+        return ranges.get(e.name, FULL)
+    fn = _RANGE_OPS.get(e.op)
+    if fn is None or not e.args:
+        return FULL
+    out = _bounds(e.args[0], ranges)
+    for a in e.args[1:]:
+        out = fn(out, _bounds(a, ranges))
+    return out
 
 
 def _rewrite(e: Expr, moot: frozenset, memo: dict) -> Expr:
