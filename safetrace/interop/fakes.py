@@ -50,7 +50,7 @@ from safetrace.interop.lazy import fake_tensor
 from safetrace.interop.symbols import backed_symint, conversion_env
 from safetrace.interop.symops import sym_op
 from safetrace.interop.unbacked import unbacked_symint
-from safetrace.interop.view_strides import view_strides
+from safetrace.interop.view_strides import squeezed_strides, view_strides
 from safetrace.symbolic import Expr, to_expr
 from safetrace.symbolic.expr import sym as _sym
 
@@ -413,6 +413,10 @@ class FakeBuilder:
             memo = None
         strides = view_strides(target, args, kwargs, None)
         stride = strides[0] if strides else None
+        if stride is not None and len(stride) != len(ours.shape) and \
+                target._opname == "squeeze":   # (a size torch holds symbolic, ours 1)
+            dropped = squeezed_strides(args, kwargs, len(ours.shape))
+            stride = stride if dropped is None else dropped
         made = self.tensor(ours, stride)
         if memo is not None and (stride is None or _ints(stride)):
             memo[node] = (None, ((self.elems[id(made)], meta.device),))

@@ -114,6 +114,22 @@ def _squeeze(size: list, stride: list, args: tuple, kwargs: dict) -> list | None
     return [s for i, s in enumerate(stride) if i not in drop]
 
 
+def squeezed_strides(args: tuple, kwargs: dict, rank: int) -> list | None:
+    """squeeze's strides where our result (of `rank` dims) drops a dim whose size torch's
+    fake holds symbolic (our engine proved it 1: ``arange(n / 2).squeeze(0)`` on the side
+    ``n <= 2``): the input's strides without every dim squeeze may drop, where their count
+    is the ranks' difference; None where that leaves it ambiguous."""
+    x = _val(args[0])
+    size, stride = list(x.shape), list(x.stride())
+    dims = _arg(args, kwargs, 1, "dim", None)
+    dims = range(len(size)) if dims is None else [dims] if isinstance(dims, int) else dims
+    may = {_dim(d, len(size)) for d in dims}
+    may = {d for d in may if not (isinstance(size[d], int) and size[d] != 1)}
+    if len(size) - len(may) != rank:
+        return None
+    return [s for i, s in enumerate(stride) if i not in may]
+
+
 def _split(size: list, stride: list, args: tuple, kwargs: dict) -> list:
     return stride  # every part keeps its input's strides
 
