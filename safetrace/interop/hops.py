@@ -285,17 +285,8 @@ def cond_from_ours(conv: Any, node: torch.fx.Node) -> Any:
     the branch its predicate picks."""
     ours = node.meta["val"]
     if isinstance(ours, (tuple, list)):
-        return tuple(_merged(conv, o) for o in ours)
-    return _merged(conv, ours)
-
-
-def _merged(conv: Any, val: Any) -> Any:
-    if isinstance(val, torch.Tensor):
-        sizes = [_merged_size(conv, s) for s in val.shape]
-        return torch.empty(sizes, dtype=val.dtype, device=val.device)
-    if hasattr(val, "expr") and hasattr(val, "env"):
-        return _merged_size(conv, val)
-    return val
+        return tuple(fake_of(conv, o, _merged_size) for o in ours)
+    return fake_of(conv, ours, _merged_size)
 
 
 def _merged_size(conv: Any, s: Any) -> Any:
@@ -378,13 +369,16 @@ def _is_dense_clone(n: torch.fx.Node) -> bool:
         n.kwargs.get("memory_format") is torch.contiguous_format
 
 
-def fake_of(conv: Any, val: Any) -> Any:
-    """A fake value of our value `val` (a traced tensor, a symbolic or plain int)."""
+def fake_of(conv: Any, val: Any, size: Any = None) -> Any:
+    """A fake value of our value `val` (a traced tensor, a symbolic or plain int), each
+    size made by `size(conv, s)` (``torch_size`` unless given: ``_merged_size`` for a
+    cond's value from ours)."""
+    size = torch_size if size is None else size
     if isinstance(val, torch.Tensor):
-        sizes = [torch_size(conv, s) for s in val.shape]
+        sizes = [size(conv, s) for s in val.shape]
         return torch.empty(sizes, dtype=val.dtype, device=val.device)
     if hasattr(val, "expr") and hasattr(val, "env"):
-        return torch_size(conv, val)
+        return size(conv, val)
     return val
 
 
