@@ -173,7 +173,8 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
         small = _zero_or_one_broadcast(a, b)
         if small is not None:
             return small
-        if ha != hb or ha == 0:
+        if ha != hb or ha <= 1:  # (both 1: `cache[:n] + x` at n = 1, min(n, 8) against
+            # n, where pinning the Dim.AUTO n to 1 refused every other n eager computes)
             ok = _one_symbol_broadcast(a, b, ha == 0)
             if ok is not None:
                 with requiring():  # eager's own condition: where it fails eager raises
