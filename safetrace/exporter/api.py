@@ -130,7 +130,12 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
             runs.append(Exporter(model, fn, preserve_module_call_signature, sides, flipped,
                                  defer=defer, walk=None if runs else walk, named=named,
                                  guard=None if runs else first))
-            return runs[-1].run(args, kwargs, dynamic_shapes)
+            try:
+                return runs[-1].run(args, kwargs, dynamic_shapes)
+            except E.OpShapeError as exc:  # (eager raises at these hints: a split's side
+                # may trace again with other named Dims at other sizes, splits.py)
+                exc.st_dims = {n: (d.min, d.max) for n, d in runs[-1].dyn.declared.items()}
+                raise
 
         def every(defer: bool | frozenset, named: dict | None = None,
                   start: tuple | None = None) -> ExportedProgram:

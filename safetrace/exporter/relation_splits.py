@@ -131,15 +131,21 @@ def _small(contract: Contract, c: Any, named: list[str]) -> Any:
 
 
 def plain_relation(e: Any) -> bool:
-    """Size arithmetic and comparisons only, dividing by constants (not 0) only."""
+    """Size arithmetic and comparisons only, dividing by constants (not 0) or by a max with
+    a positive constant (``y[::max(x.shape[3] // 2, 1)]``'s length: never 0) only."""
     if e.op in ("const", "sym", "fconst"):
         return True
     if e.op not in _OPS:
         return False
-    if e.op in ("floordiv", "mod", "fdiv") and (e.args[1].op not in ("const", "fconst") or
-                                               not e.args[1].value):
+    if e.op in ("floordiv", "mod", "fdiv") and not _nonzero(e.args[1]):
         return False
     return all(plain_relation(a) for a in e.args)
+
+
+def _nonzero(d: Any) -> bool:
+    if d.op in ("const", "fconst"):
+        return bool(d.value)
+    return d.op == "max" and any(a.op == "const" and a.value >= 1 for a in d.args)
 
 
 def split_relation(run: Callable[[dict], ExportedProgram], ep: ExportedProgram,

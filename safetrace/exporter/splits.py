@@ -19,6 +19,7 @@ the original refusal in place (nothing is ever narrowed silently).  At most
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import math
@@ -35,23 +36,28 @@ from safetrace.exporter.branches import (
 )
 from safetrace.exporter.compare import (contract_key, note, residual_conditions,
                                         same_program, signature_key)
-from safetrace.exporter.contract import Condition, Contract, SymbolRange, TensorInput
+from safetrace.exporter.contract import Condition, Contract, TensorInput
 from safetrace.exporter.eager_raises import ASSUMED_MIN
 from safetrace.exporter.hoist import Prefix, common_prefix, is_size_node
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter.relation_splits import split_refused, split_relation
-from safetrace.exporter.sides import CHECKED, SPECIAL
+from safetrace.exporter.sides import CHECKED
 from safetrace.exporter.size_tests import same_either_way, widen_unbacked
 from safetrace.exporter.small_splits import explore_small, split_small_sizes
+from safetrace.exporter.split_regions import (hull_of, range_text, region_of, region_pred,
+                                              region_text, side_ranges, symbol_of, tiles)
 from safetrace.exporter.split_report import header, headed, nested, where_of
 from safetrace.symbolic import make_bool, make_int
 from safetrace.symbolic.canon import and_, eq, ge, le, not_, or_
-from safetrace.symbolic.expr import TRUE, Expr, sym
+from safetrace.symbolic.expr import TRUE, sym
 from safetrace.trace.hops.subgraph import Subgraph, add_submodule
 from safetrace.trace.mutation import base_placeholder, written_placeholders
 from safetrace.trace.opinfo import RESHAPES_SELF
 
 MAX_SPLITS = 4
+# tracing a point side again with other Dims at small sizes (_others_small): a side
+# refused there is a region eager raises at, not a failed split
+_REHINTED: contextvars.ContextVar[bool] = contextvars.ContextVar("rehinted", default=False)
 aten = torch.ops.aten
 
 
@@ -72,7 +78,7 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
         _explore(run, getattr(original, "st_related", {}), original.st_narrowed[0], sides,
                  [0, max_splits, original, False])
         name, lo, hi = original.st_narrowed[0][:3]
-        ep = headed(combine(sides), header("size", _range_text(name, lo, hi),
+        ep = headed(combine(sides), header("size", range_text(name, lo, hi),
                                            where_of(original.problems[0].cause)))
         ep.split_start = original.with_traceback(None)
         return ep
@@ -148,49 +154,93 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
         if budget[3] or budget[2] is None:  # a condition holding on many intervals (`s %
             # 3 != 0`), or a split that refused nothing (small_splits.py's): refused
             raise Unsplittable("a condition that no few ranges express")
-        found = [_region_text(s.region) for s in sides]
-        found += [_region_text(dict(_region(overrides),
+        found = [region_text(s.region) for s in sides]
+        found += [region_text(dict(region_of(overrides),
                                     **{name: (a, b)})) for a, b, _ in parts]
         problem = budget[2].problems[0].text().split("\n")[0]
         raise too_many_splits(budget[1], found, problem)
     for plo, phi, phint in sorted(parts):
         side = dict(overrides)
         side[name] = (phint, plo, phi)
+        _trace_side(run, side, name, sides, budget)
+
+
+def _trace_side(run: Callable, side: dict, name: str, sides: list[Side],
+                budget: list) -> None:
+    """Trace one side of a split of Dim `name` into `sides` (split again where its own
+    trace narrows a Dim)."""
+    _, plo, phi = side[name]
+    try:
+        ep, side = _run_side(run, side, name)
+    except OpShapeError as exc:
+        if _REHINTED.get():  # (another Dim's sizes where eager raises at these: the
+            # region is refused, a refusal no wider than the one it replaces)
+            sides.append(Side(region_of(side), None, _eager_raises(
+                region_text(region_of(side)), None, exc)))
+            return
+        if plo != phi or plo >= ASSUMED_MIN or len(budget) > 4:
+            raise  # (small_splits.py's split: its next condition may keep that size)
+        if not _others_small(run, side, name, exc, sides, budget):
+            sides.append(Side(region_of(side), None, _eager_raises(name, plo, exc)))
+        return
+    except DeclaredSpaceViolation as exc:
+        more = getattr(exc, "st_narrowed", None)
+        if not more:
+            raise
+        kept, used, inside = len(sides), budget[0], budget[3]
         try:
-            ep, side = _run_side(run, side, name)
-        except OpShapeError as exc:
-            if plo != phi or plo >= ASSUMED_MIN or len(budget) > 4:
-                raise  # (small_splits.py's split: its next condition may keep that size)
-            sides.append(Side(_region(side), None, _eager_raises(name, plo, exc)))
-            continue
-        except DeclaredSpaceViolation as exc:
-            more = getattr(exc, "st_narrowed", None)
-            if not more:
+            _explore(run, side, more[0], sides, budget)
+        except Exception as why:  # noqa: BLE001 - a relation split of the side, or that
+            # (only the first side refused for such a condition: inside it, the
+            # failure goes up to it, and above it, to the export's own relation split)
+            joined = _relation_side(run, side, exc, budget[1]) \
+                if more[0][6] and not inside else None
+            if joined is None or getattr(why, "kind", "") == "too-many-splits":
                 raise
-            kept, used, inside = len(sides), budget[0], budget[3]
-            try:
-                _explore(run, side, more[0], sides, budget)
-            except Exception as why:  # noqa: BLE001 - a relation split of the side, or that
-                # (only the first side refused for such a condition: inside it, the
-                # failure goes up to it, and above it, to the export's own relation split)
-                joined = _relation_side(run, side, exc, budget[1]) \
-                    if more[0][6] and not inside else None
-                if joined is None or getattr(why, "kind", "") == "too-many-splits":
-                    raise
-                del sides[kept:]
-                budget[0], budget[3] = used, inside
-                sides.append(Side(_region(side), joined))
+            del sides[kept:]
+            budget[0], budget[3] = used, inside
+            sides.append(Side(region_of(side), joined))
+        return
+    ep = same_either_way(run, side, ep, budget[1])
+    ep = split_relation(lambda more, side=side: run({**side, **more}), ep, budget[1])
+    if len(budget) > 4 and getattr(ep, "small_sides", ()):  # (small_splits.py's: nested)
+        try:
+            explore_small(run, ep, side, _explore, sides, budget)
+            return
+        except Exception as why:  # noqa: BLE001 - the side with its run-time checks
+            if getattr(why, "kind", "") == "too-many-splits":
+                raise
+    sides.append(Side(region_of(side), ep))
+
+
+def _others_small(run: Callable, side: dict, name: str, exc: OpShapeError,
+                  sides: list[Side], budget: list) -> bool:
+    """A point side below 2 where eager raises at the other named Dims' hints (``x``'s
+    ``Dim(max=1)`` at 0 against ``y``'s example 3 in ``x + y``; ``x.split(x.shape[0], 1)``
+    at 0 with 3 columns) traced again with those Dims at 0, then at 1, over their declared
+    ranges, split where that trace narrows them; the regions where eager still raises are
+    refused (``_REHINTED``).  Whether that traced; `sides` as it was where not."""
+    others = {n: r for n, r in getattr(exc, "st_dims", {}).items()
+              if n not in side and n != name}
+    for v in (0, 1):
+        retry = {**side, **{n: (v, lo, hi) for n, (lo, hi) in others.items()
+                            if lo <= v <= hi and hi > lo}}
+        if len(retry) == len(side):
             continue
-        ep = same_either_way(run, side, ep, budget[1])
-        ep = split_relation(lambda more, side=side: run({**side, **more}), ep, budget[1])
-        if len(budget) > 4 and getattr(ep, "small_sides", ()):  # (small_splits.py's: nested)
-            try:
-                explore_small(run, ep, side, _explore, sides, budget)
-                continue
-            except Exception as why:  # noqa: BLE001 - the side with its run-time checks
-                if getattr(why, "kind", "") == "too-many-splits":
-                    raise
-        sides.append(Side(_region(side), ep))
+        kept, used = len(sides), budget[0]
+        token = _REHINTED.set(True)
+        try:
+            _trace_side(run, retry, name, sides, budget)
+            if any(s.ep is not None for s in sides[kept:]):
+                return True
+        except Exception as why:  # noqa: BLE001 - the point refused, as before
+            if getattr(why, "kind", "") == "too-many-splits":
+                raise
+        finally:
+            _REHINTED.reset(token)
+        del sides[kept:]
+        budget[0] = used
+    return False
 
 
 def _relation_side(run: Callable, side: dict, exc: DeclaredSpaceViolation,
@@ -233,11 +283,13 @@ def _run_side(run: Callable, side: dict, name: str) -> tuple:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _eager_raises(name: str, v: int, exc: OpShapeError) -> str:
+def _eager_raises(name: str, v: int | None, exc: OpShapeError) -> str:
     """The origin of the refusal of a point side below 2 whose trace an op's shape check
     refused (``view(-1, t)`` of no elements at t == 0): eager raises there at the sizes
     traced, and the program refuses that size (its other sides' ranges leave it out)."""
     at = str(exc.where.source or "").strip() if getattr(exc, "where", None) else ""
+    if v is None:  # (a region: _others_small's)
+        return f" (eager raises at {name}{': ' + at if at else ''})"
     return f" (eager raises at {name} == {v}{': ' + at if at else ''})"
 
 
@@ -246,23 +298,6 @@ def _hint(lo: int, hi: float, near: int) -> int:
     if near <= 1 and lo <= 2 <= hi:
         return 2
     return near
-
-
-def _range_text(name: str, lo: int, hi: float) -> str:
-    if lo == hi:
-        return f"{name} == {lo}"
-    if hi == math.inf:
-        return f"{name} >= {lo}"
-    return f"{lo} <= {name} <= {int(hi)}"
-
-
-def _region(side: dict) -> dict:
-    """{Dim name: (lo, hi)} of a side's overrides."""
-    return {k: (v[1], v[2]) for k, v in side.items() if k not in SPECIAL}
-
-
-def _region_text(region: dict) -> str:
-    return ", ".join(_range_text(n, *r) for n, r in sorted(region.items()))
 
 
 # -- combining ---------------------------------------------------------------------------------
@@ -299,24 +334,15 @@ def _clamp(sides: list[Side]) -> list[str]:
     origins: list[str] = []
     for s in sides:
         for d, (lo, hi) in list(s.region.items()):
-            name = _symbol_of(s.ep, d)
+            name = symbol_of(s.ep, d)
             spec = s.ep.contract.symbol(name) if name is not None else None
             if spec is None:
                 continue
             new = (max(lo, spec.lo), min(hi, math.inf if spec.hi is None else spec.hi))
             if new != (lo, hi):
                 s.region = dict(s.region, **{d: new})
-                origins.append(spec.origin or f" ({_range_text(d, *new)})")
+                origins.append(spec.origin or f" ({range_text(d, *new)})")
     return origins
-
-
-def _symbol_of(ep: ExportedProgram, dim: str) -> str | None:
-    """The free symbol standing for Dim `dim` in `ep` (None when it became a constant)."""
-    for s, n in ep.dim_names.items():
-        spec = ep.contract.symbol(s)
-        if n == dim and spec is not None and spec.where is not None:
-            return s
-    return None
 
 
 def _try_merge(sides: list[Side], i: int, j: int, notes: list[str]) -> bool:
@@ -328,11 +354,11 @@ def _try_merge(sides: list[Side], i: int, j: int, notes: list[str]) -> bool:
     (glo, ghi), (hlo, hhi) = g.region[dim], h.region[dim]
     if not (ghi + 1 == hlo or hhi + 1 == glo):
         return False  # not adjacent
-    s = _symbol_of(g.ep, dim)
+    s = symbol_of(g.ep, dim)
     if s is None or glo == ghi:
         return False  # g must be symbolic in the Dim
     subst = {s: hlo} if hlo == hhi else {}
-    if hlo != hhi and _symbol_of(h.ep, dim) != s:
+    if hlo != hhi and symbol_of(h.ep, dim) != s:
         return False
     # data-dependent symbols: their ranges follow from the checks in the graphs (compared
     # here) and the sides' sizes; the merged program's are the hull of the two
@@ -345,8 +371,8 @@ def _try_merge(sides: list[Side], i: int, j: int, notes: list[str]) -> bool:
                     for x in g.ep.contract.symbols)
     g.ep.contract = dataclasses.replace(g.ep.contract, symbols=symbols)
     widen_unbacked(g.ep, [g.ep, h.ep])
-    notes.append(f"  {_range_text(dim, hlo, hhi)} traces the same graph as "
-                 f"{_range_text(dim, glo, ghi)}: guard dropped")
+    notes.append(f"  {range_text(dim, hlo, hhi)} traces the same graph as "
+                 f"{range_text(dim, glo, ghi)}: guard dropped")
     g.region = dict(g.region, **{dim: (lo, hi)})
     del sides[j]
     return True
@@ -355,14 +381,14 @@ def _try_merge(sides: list[Side], i: int, j: int, notes: list[str]) -> bool:
 # -- dispatching -------------------------------------------------------------------------------
 def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> ExportedProgram:
     dims = sorted({n for s in sides for n in s.region})
-    ref = next((s for s in sides if all(_symbol_of(s.ep, d) for d in dims)), None)
+    ref = next((s for s in sides if all(symbol_of(s.ep, d) for d in dims)), None)
     if ref is None:
         if len({str(s.ep.out_spec) for s in sides}) > 1:  # (a list as long as the batch)
-            raise Unsplittable(f"each of {', '.join(_region_text(s.region) for s in sides)} "
+            raise Unsplittable(f"each of {', '.join(region_text(s.region) for s in sides)} "
                                 f"returns another output structure, which no one graph "
                                 f"returns")
         raise Unsplittable("no side keeps the split Dims symbolic")
-    syms = {d: _symbol_of(ref.ep, d) for d in dims}
+    syms = {d: symbol_of(ref.ep, d) for d in dims}
     key = signature_key(ref.ep)[:1] + signature_key(ref.ep)[2:]
     # data-dependent symbols: each branch checks its own (in its graph); their ranges are
     # the hull of the sides' (below)
@@ -377,8 +403,8 @@ def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> Export
             contract_key(s.ep.contract, {}, skip)
         if mine[0] != theirs[0] or [x[::3] for x in mine[1]] != [x[::3] for x in theirs[1]]:
             # (a range of another size may differ: `b >= 1` where `b*t != 0` at t == 1,
-            # checked on that side's region alone, _side_ranges)
-            raise Unsplittable(f"the input contract differs for {_region_text(s.region)}")
+            # checked on that side's region alone, side_ranges)
+            raise Unsplittable(f"the input contract differs for {region_text(s.region)}")
     for s in sides:  # ep.module() finds in-place writes of parameters in the top graph only
         params = {x.name for x in s.ep.graph_signature.input_specs if x.kind == "parameter"}
         if written_placeholders(s.ep.graph) & params:
@@ -410,7 +436,7 @@ def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> Export
         notes.append(f"  {ops} ops every side runs before they differ: computed once, "
                      f"before the torch.cond")
     for s in sides:
-        notes.append(f"  {_region_text(s.region)}: its own graph (a torch.cond branch)")
+        notes.append(f"  {region_text(s.region)}: its own graph (a torch.cond branch)")
         notes += nested(s.ep)
     note(graph, notes)
     ep = ExportedProgram(graph, inputs, outputs, ref.ep.in_spec, ref.ep.out_spec,
@@ -433,26 +459,11 @@ def _joined_relations(ep: ExportedProgram, ref: ExportedProgram, sides: list) ->
     return found
 
 
-def _region_pred(region: dict, syms: dict, hull: dict) -> Expr:
-    """The sizes of `region`, given that the contract already checks the `hull`."""
-    parts = []
-    for d, (lo, hi) in sorted(region.items()):
-        if lo == hi:
-            parts.append(eq(sym(syms[d]), lo))
-            continue
-        if lo > hull[d][0]:
-            parts.append(ge(sym(syms[d]), lo))
-        if hi < hull[d][1]:
-            parts.append(le(sym(syms[d]), int(hi)))
-    return and_(*parts) if parts else TRUE
-
-
 def _union_contract(sides: list[Side], ref: Side, syms: dict, clamped: list[str]) -> Contract:
     c = ref.ep.contract
-    hull = {d: (min(s.region[d][0] for s in sides if d in s.region),
-                max(s.region[d][1] for s in sides if d in s.region)) for d in syms}
+    hull = hull_of(sides, syms)
     by_sym = {syms[d]: r for d, r in hull.items()}
-    ranges, checks = _side_ranges(sides, syms, hull, set(by_sym))
+    ranges, checks = side_ranges(sides, syms, hull, set(by_sym))
     symbols = tuple(dataclasses.replace(x, lo=by_sym[x.name][0],
                                         hi=None if by_sym[x.name][1] == math.inf
                                         else int(by_sym[x.name][1]),
@@ -465,55 +476,14 @@ def _union_contract(sides: list[Side], ref: Side, syms: dict, clamped: list[str]
         conditions = c.conditions
     else:  # each side's conditions hold on its own range
         conditions = tuple(
-            Condition(or_(not_(_region_pred(s.region, syms, hull)), cond.cond), cond.origin)
+            Condition(or_(not_(region_pred(s.region, syms, hull)), cond.cond), cond.origin)
             for s in sides for cond in s.ep.contract.conditions)
     conditions += checks
-    if clamped and not _tiles(sides, hull):  # sizes inside the hull no side admits
-        covered = or_(*(_region_pred(s.region, syms, hull) for s in sides))
+    if clamped and not tiles(sides, hull):  # sizes inside the hull no side admits
+        covered = or_(*(region_pred(s.region, syms, hull) for s in sides))
         if covered is not TRUE:
             conditions += (Condition(covered, "; ".join(dict.fromkeys(clamped))),)
     return dataclasses.replace(c, symbols=symbols, conditions=conditions)
-
-
-def _side_ranges(sides: list[Side], syms: dict, hull: dict, split: set[str]
-                 ) -> tuple[dict[str, SymbolRange], tuple[Condition, ...]]:
-    """The range of each other input size over all sides (their hull), and a condition for
-    each side whose own range of it is narrower, on that side's region alone (at t == 1
-    the batch's `b*t != 0` is the range `b >= 1`, the other sides' a condition)."""
-    def bounds(x: SymbolRange) -> tuple[int, float]:
-        return x.lo or 0, math.inf if x.hi is None else x.hi
-
-    own = [{x.name: x for x in s.ep.contract.symbols if x.backed and x.name not in split}
-           for s in sides]
-    ranges: dict[str, SymbolRange] = {}
-    for name in set().union(*own):
-        xs = [o[name] for o in own if name in o]
-        lo, hi = min(bounds(x)[0] for x in xs), max(bounds(x)[1] for x in xs)
-        widest = next((x for x in xs if bounds(x) == (lo, hi)), xs[0])  # (its origin)
-        ranges[name] = dataclasses.replace(widest, lo=lo, hi=None if hi == math.inf else int(hi))
-    checks = []
-    for s, o in zip(sides, own):
-        for name, x in sorted(o.items()):
-            (lo, hi), (hlo, hhi) = bounds(x), bounds(ranges[name])
-            parts = ([ge(sym(name), lo)] if lo > hlo else []) + (
-                [le(sym(name), int(hi))] if hi < hhi else [])
-            if parts:
-                checks.append(Condition(or_(not_(_region_pred(s.region, syms, hull)),
-                                            and_(*parts)), x.origin))
-    return ranges, tuple(checks)
-
-
-def _tiles(sides: list[Side], hull: dict) -> bool:
-    """Whether the sides' regions of one split Dim cover its hull without a gap."""
-    if len(hull) != 1:
-        return False  # (several Dims: the coverage condition says it)
-    (d, (lo, hi)), = hull.items()
-    at = lo
-    for rlo, rhi in sorted(s.region[d] for s in sides):
-        if rlo > at:
-            return False
-        at = max(at, rhi + 1)
-    return at > hi or at == hi == math.inf
 
 
 def _size_node(g: torch.fx.Graph, ref: Side, phs: list, inputs: list, name: str,
@@ -564,8 +534,7 @@ def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
     else:
         extra = extra_placeholders(g, prefix)
     region = sides[0].region
-    hull = {d: (min(s.region[d][0] for s in sides if d in s.region),
-                max(s.region[d][1] for s in sides if d in s.region)) for d in region}
+    hull = hull_of(sides, region)
     pred, expr = None, TRUE
     for d, (lo, hi) in sorted(region.items()):
         tests = [(eq, lo, operator.eq)] if lo == hi else \

@@ -261,9 +261,18 @@ def _zero_or_one_broadcast(a: Size, b: Size) -> Size | None:
     eager's own condition is required (a == 1, b == 1 or a == b), where a guard of the
     example's side (`a == b`, or `a == 1`) refused `1` against `0`, which eager runs."""
     for s, o in ((a, b), (b, a)):
-        if isinstance(s, SymInt) and _capped_at_one(s.expr) and not _flexible(o) and \
+        if not isinstance(s, SymInt) or _flexible(o):
+            continue
+        named = not _capped_at_one(s.expr) and _named_upto_one(s)
+        if (named or _capped_at_one(s.expr)) and \
                 cond_true(s >= 0) and not cond_true((s == 1) | (s == o)):
-            bool((a == 1) | (b == 1) | (a == b))  # eager's condition (it holds at the example)
+            if named:  # (a Dim's own range: eager's requirement on the Dims it relates)
+                with requiring():
+                    holds = bool((a == 1) | (b == 1) | (a == b))
+                if not holds:
+                    return None
+            else:
+                bool((a == 1) | (b == 1) | (a == b))  # eager's condition (it holds at the example)
             return a * b
     return None
 
@@ -277,6 +286,17 @@ def _capped_at_one(e: Any) -> bool:
     if e.op == "min":
         return any(_capped_at_one(a) for a in e.args)
     return e.op == "max" and all(_capped_at_one(a) for a in e.args)
+
+
+def _named_upto_one(s: SymInt) -> bool:
+    """A named Dim's symbol whose range is 0..1 (``Dim("a", max=1)``): 0 or 1 as a capped
+    form is, where a guard of the example's side (a == 1) pinned it (``(x > 0) == (y > 0)``
+    refused a = 0, which eager broadcasts against a size 0 or 1)."""
+    e = s.expr
+    if e.op != "sym" or e.name not in s.env.named:
+        return False
+    r = s.env.bounds(e)
+    return r.lo == 0 and r.hi == 1
 
 
 def _one_only_below_two(size: Size) -> bool:

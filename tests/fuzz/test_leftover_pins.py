@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.utils._pytree as pytree
 
 import safetrace as st
 from safetrace import Dim
@@ -43,3 +44,82 @@ def test_a_cache_slice_against_its_auto_size_keeps_the_range(example, tmp_path):
             prog(x)
         with pytest.raises(st.InputMismatchError):
             prog(torch.randn(2, 5))
+
+
+# ``(x > 0) == (y > 0)`` with x's ``Dim("a", max=1)`` at example 1: a == 1 was guarded (the
+# example's side of the broadcast), refusing a = 0, which eager broadcasts against a size 0
+# or 1. A named Dim within 0..1 now broadcasts as a size capped at 1 by its form does: the
+# result is a * b, eager's condition required.
+def _signs(x, y):
+    return (x > 0) == (y > 0)
+
+
+# ``len(x.split(x.shape[0], 1))`` with ``Dim("a", max=3)``: the split's side a == 0 was traced
+# at the example's 3 columns, where eager raises (a split size 0 of a dim that is not 0),
+# and refused whole; eager computes at a == 0 with no columns. The point side is now traced
+# again with the other named Dims at 0, then 1, the regions where eager raises refused.
+def _pieces(x):
+    return torch.full((len(x.split(x.shape[0], 1)),), 1.0) + x.sum()
+
+
+@pytest.mark.parametrize("f, example, spec, good, bad", [
+    (_signs, ((1,), (3,)), ({0: Dim("a", max=1)}, {0: Dim("b")}),
+     [((0,), (0,)), ((0,), (1,)), ((1,), (0,)), ((1,), (1,)), ((1,), (5,))],
+     [((0,), (3,))]),
+    (_pieces, ((2, 3),), ({0: Dim("a", max=3), 1: Dim("b")},),
+     [((0, 0),), ((1, 0),), ((1, 1),), ((1, 4),), ((2, 3),), ((3, 7),), ((2, 0),)],
+     [((0, 3),), ((0, 1),)]),
+])
+def test_a_small_size_eager_computes_is_not_refused(f, example, spec, good, bad, tmp_path):
+    ep = st.export(f, tuple(torch.randn(*s) for s in example), dynamic_shapes=spec)
+    st.save(ep, tmp_path / "p.pt2")
+    progs = [ep.module(), st.load(tmp_path / "p.pt2").module()]
+    for shapes in good:
+        args = [torch.randn(*s) for s in shapes]
+        want = f(*args)
+        for prog in progs:
+            got = prog(*args)
+            for g, w in zip(pytree.tree_leaves(got), pytree.tree_leaves(want), strict=True):
+                assert g.shape == w.shape, shapes
+                torch.testing.assert_close(g, w)
+    for shapes in bad:
+        args = [torch.randn(*s) for s in shapes]
+        with pytest.raises(RuntimeError):
+            f(*args)
+        for prog in progs:
+            with pytest.raises(st.InputMismatchError):
+                prog(*args)
+    for prog in progs:   # out of the declared space: x's size 2 above Dim a's max 1, or rank
+        with pytest.raises(st.InputMismatchError):
+            prog(*[torch.randn(*s, 2) for s in example])
+
+
+# fuzz seed 3571 (`--programs 2462`): the split at d0 == 0 of `v0.shape[1] == 1`'s program was
+# traced at the Dim.AUTO width's hint and refused whole; eager computes at 0 rows.
+def _wide(x):
+    v0 = torch.special.softmax(x, -1)
+    v2 = v0.expand(*[max(n, 2) for n in v0.shape]) if v0.shape[1] == 1 else v0 * 2
+    return v0, v2
+
+
+# fuzz seed 3571: a branch on a relation dividing by `max(x.shape[3] // 2, 1)` (never 0) was
+# no relation to split on (only constant divisors were), so the example's answer was
+# kept as a check refusing the sizes where eager takes the other branch.
+def _strided(x, y):
+    v0 = y[::max(x.shape[3] // 2, 1)]
+    v2 = x * 2 if len(x) == len(v0) else x * 0
+    return v0, v2
+
+
+@pytest.mark.parametrize("f, example, spec, good, bad", [
+    (_wide, ((1, 7),), ({0: Dim("d0"), 1: Dim.AUTO},),
+     [((0, 7),), ((1, 7),), ((2, 5),), ((3, 1),), ((1, 1),)],
+     [((0, 1),)]),
+    (_strided, ((3, 3, 1, 0), (0,)),
+     ({0: Dim("d0", min=3, max=16), 3: Dim.AUTO}, {0: Dim("d2")}),
+     [((3, 3, 1, 0), (3,)), ((3, 3, 1, 0), (0,)), ((4, 3, 1, 4), (8,)), ((4, 3, 1, 4), (7,)),
+      ((3, 3, 1, 1), (3,))],
+     []),
+])
+def test_fuzz_3571_sizes_eager_computes_are_not_refused(f, example, spec, good, bad, tmp_path):
+    test_a_small_size_eager_computes_is_not_refused(f, example, spec, good, bad, tmp_path)
