@@ -6,6 +6,9 @@
   exporter refuses such a write (``state_written_through_alias``): refused at load.
 - ``torch.zeros(4, dtype=torch.qint8)`` loaded and failed inside torch at every call
   (no quantized kernel makes a tensor from sizes): refused at load.
+- A float8 parameter multiplied with a float32 input loaded (the rule's
+  ``torch.promote_types`` raised, read as "unknown") and failed in torch at every call:
+  the promotion's refusal is the rule's now, and the file is refused at load.
 - A value recorded on the device ``xla`` / ``hpu`` / ``privateuseone`` loaded, and its
   ``to_torch()`` tried to initialise that backend: refused at load, as a call's device
   argument of such a kind already was.
@@ -136,3 +139,37 @@ def test_values_recorded_on_cpu_cuda_or_meta_still_load(device):
         "tensor"].__setitem__("device", device))
     mod = surgery.load(blob).module()
     torch.testing.assert_close(mod(torch.ones(2, 4)), torch.full((2, 4), 2.0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_a_float8_parameter_mixed_with_float32_is_refused_at_load(dtype):
+    doc, tensors = surgery.parts(_saved(Counted))
+    doc["state"][0]["dtype"] = str(dtype).removeprefix("torch.")
+    surgery.node(doc, "p_w")["meta"]["val"]["tensor"]["dtype"] = doc["state"][0]["dtype"]
+    tensors["state:w"] = torch.ones(4, dtype=dtype)
+    with pytest.raises(st.LoadError, match="node 'mul'.*fails at every call.*Float8"):
+        surgery.load(doc, tensors)
+
+
+class Mul(torch.nn.Module):
+    def forward(self, x, w):
+        return x * w
+
+
+class Mixed(torch.nn.Module):
+    def forward(self, x, w):
+        try:
+            return x * w
+        except RuntimeError:  # (eager's class: the program catches it where eager does)
+            return x + 1
+
+
+def test_float8_promotion_exports_as_eager_raises():
+    w = torch.ones(3, dtype=torch.float8_e4m3fn)
+    with pytest.raises(RuntimeError, match="Promotion for Float8"):
+        st.export(Mul(), (torch.ones(3), w))
+    for n in (0, 1, 3):
+        x = torch.randn(n)
+        w = torch.ones(n, dtype=torch.float8_e4m3fn)
+        ep = st.export(Mixed(), (x, w))
+        torch.testing.assert_close(ep.module()(x, w), Mixed()(x, w))
