@@ -173,3 +173,41 @@ def test_float8_promotion_exports_as_eager_raises():
         w = torch.ones(n, dtype=torch.float8_e4m3fn)
         ep = st.export(Mixed(), (x, w))
         torch.testing.assert_close(ep.module()(x, w), Mixed()(x, w))
+
+
+class Upsample(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.interpolate(x.to(torch.float16), size=6, mode="linear")
+
+
+def test_a_uint8_linear_upsample_is_refused_at_load():
+    """(benchmarks/hostile_probe.py's ``scales`` class, seeds 3661 and 3662: the file loaded
+    and torch raised NotImplementedError at every call)"""
+    blob = surgery.saved(Upsample(), (torch.randn(2, 3, 4),),
+                         {"x": {0: st.Dim("n", max=16)}})
+    doc, tensors = surgery.parts(blob)
+    surgery.load(doc, tensors)  # (as saved: loads)
+    for n in doc["nodes"]:
+        if n.get("target") == "torch.ops.aten.to.dtype":
+            n["args"][1] = {"dtype": "uint8"}
+        if n["op"] == "call_function":
+            n["meta"]["val"]["tensor"]["dtype"] = "uint8"
+    with pytest.raises(st.LoadError, match="upsample_linear1d.*not implemented for "
+                                           "'torch.uint8'"):
+        surgery.load(doc, tensors)
+
+
+def test_a_uint8_linear_upsample_exports_as_eager_raises():
+    class Bytes(torch.nn.Module):
+        def forward(self, x):
+            try:
+                return torch.nn.functional.interpolate(x, size=6, mode="linear")
+            except NotImplementedError:
+                return x.float()
+
+    for n in (1, 3):
+        x = torch.randint(0, 9, (n, 2, 4), dtype=torch.uint8)
+        with pytest.raises(NotImplementedError):
+            torch.nn.functional.interpolate(x, size=6, mode="linear")
+        ep = st.export(Bytes(), (x,))
+        torch.testing.assert_close(ep.module()(x), x.float())
