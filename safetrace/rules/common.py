@@ -430,9 +430,9 @@ def result_type(*operands: Any) -> torch.dtype:
             continue
         if isinstance(x, TensorMeta):
             if x.ndim > 0:
-                dims = x.dtype if dims is None else torch.promote_types(dims, x.dtype)
+                dims = x.dtype if dims is None else _promote(dims, x.dtype)
             else:
-                zero = x.dtype if zero is None else torch.promote_types(zero, x.dtype)
+                zero = x.dtype if zero is None else _promote(zero, x.dtype)
         else:
             scalar_cat = max(scalar_cat, scalar_category(x))
     result = dims
@@ -442,7 +442,7 @@ def result_type(*operands: Any) -> torch.dtype:
         elif dtype_category(zero) > dtype_category(result):
             # a complex 0-d tensor keeps a floating result's precision (torch's rule)
             result = TO_COMPLEX.get(result) if zero.is_complex and result.is_floating_point \
-                and result in TO_COMPLEX else torch.promote_types(result, zero)
+                and result in TO_COMPLEX else _promote(result, zero)
     if scalar_cat >= 0:
         if result is None:
             result = scalar_dtype({0: False, 1: 0, 2: 0.0, 3: 0j}[scalar_cat])
@@ -456,6 +456,15 @@ def result_type(*operands: Any) -> torch.dtype:
     if result is None:
         raise TypeError("result_type needs at least one operand")
     return result
+
+
+def _promote(a: torch.dtype, b: torch.dtype) -> torch.dtype:
+    """torch.promote_types, its refusal (a float8 dtype with another one) the rule's: eager
+    raises there, and a loaded file's evaluation sees the op fail, not an unknown result."""
+    try:
+        return torch.promote_types(a, b)
+    except RuntimeError as err:
+        raise shape_error("type promotion", str(err)) from None
 
 
 def float_result(dtype: torch.dtype) -> torch.dtype:

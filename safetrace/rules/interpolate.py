@@ -41,8 +41,22 @@ def scaled_size(size: Any, scale: float) -> Any:
     return math.floor(size * scale)
 
 
+# the dtypes each CPU kernel computes (torch 2.13): another one raises NotImplementedError
+# at every call ('"compute_indices_weights_linear" not implemented for 'Byte''), which a
+# loaded file's uint8 upsample_linear1d reached (hostile_probe's ``scales``, session 36)
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_CPU_DTYPES = {"linear1d": _FLOATS, "trilinear3d": _FLOATS,
+               "bilinear2d_aa": (torch.uint8, torch.float32, torch.float64),
+               "bicubic2d_aa": (torch.uint8, torch.float32, torch.float64)}
+
+
 def upsample(op: str, n: int, input: TensorMeta, output_size: Sequence | None) -> TensorMeta:
     """Check input and output sizes like the kernels; (N, C, *output_size)."""
+    kind = op.rsplit("upsample_", 1)[-1]
+    dtypes = _CPU_DTYPES.get(kind, (torch.uint8, *_FLOATS))
+    check(input.device.type != "cpu" or input.dtype in dtypes, op,
+          f"\"{op.removeprefix('aten.')}\" not implemented for '{input.dtype}' on the CPU "
+          f"(its kernel computes {', '.join(str(d).removeprefix('torch.') for d in dtypes)})")
     check(output_size is not None and len(output_size) == n, op,
           f"It is expected output_size equals to {n}, but got size "
           f"{None if output_size is None else len(output_size)}")

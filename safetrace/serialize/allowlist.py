@@ -33,6 +33,7 @@ from safetrace.errors.load import (bad_file, cuda_device, meta_device, over_budg
                                    refused_call, unlisted_op)
 from safetrace.rules.registry import RULES
 from safetrace.serialize.budgets import Budgets
+from safetrace.serialize.codec import DEVICE_TYPES
 from safetrace.serialize.load_ops import OPS
 from safetrace.serialize.value_sizes import NEEDS
 
@@ -272,10 +273,11 @@ def _aten_refusal(op: Any, packet: str) -> Any:
     return structural_refusal(op)
 
 
-# the devices a loaded graph may name: another kind makes torch import or initialise that
-# device's backend (``x.to("hpu")`` imports ``torch.hpu``), whatever the program computes;
-# a call's device argument may not name meta either (its tensors have no data)
-DEVICE_TYPES = frozenset(("cpu", "cuda", "meta"))
+# (a call's device argument may not name meta either: its tensors have no data)
+# quantized dtypes: no loaded kernel computes them (the format stores none; the allowlist
+# excludes quantized operators), torch.zeros(n, dtype=torch.qint8) fails at every call
+QUANTIZED = frozenset((torch.qint8, torch.quint8, torch.qint32, torch.quint4x2,
+                       torch.quint2x4))
 
 
 def _placement_args(given: dict, name: str, where: str, cuda: bool) -> None:
@@ -295,6 +297,10 @@ def _placement_args(given: dict, name: str, where: str, cuda: bool) -> None:
         if isinstance(v, torch.device) and v.type == "meta":  # (a file's recorded metadata
             raise meta_device(f"{where}: {name} argument {arg!r}")  # may name it: an export
             # on meta, whose weights st.load is given)
+        if isinstance(v, torch.dtype) and v in QUANTIZED:
+            raise refused_call(f"{where}: {name} argument {arg!r}", f"asks for the quantized "
+                               f"dtype {v}: loaded graphs compute unquantized tensors only "
+                               "(torch has no kernel making one from sizes)")
         if isinstance(v, torch.layout) and v is not torch.strided:
             raise refused_call(f"{where}: {name} argument {arg!r}", f"asks for the layout "
                                f"{v}: loaded graphs compute strided (dense) tensors only")

@@ -45,6 +45,10 @@ LAYOUTS = {str(v).removeprefix("torch."): v for v in vars(torch).values()
            if isinstance(v, torch.layout)}
 MEMORY_FORMATS = {str(v).removeprefix("torch."): v for v in vars(torch).values()
                   if isinstance(v, torch.memory_format)}
+# the devices a loaded graph may name, in a call or a recorded value: another kind makes
+# torch import or initialise that device's backend (``x.to("hpu")`` imports ``torch.hpu``;
+# to_torch() makes fake tensors on a recorded one), whatever the program computes
+DEVICE_TYPES = frozenset(("cpu", "cuda", "meta"))
 _DEVICE_RE = re.compile(r"^[a-z_]{1,16}(:[0-9]{1,4})?\Z")
 _FLOAT_RE = re.compile(r"^-?(inf|nan|[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]{1,4})?)\Z")
 
@@ -358,9 +362,13 @@ class ValueDecoder:
         shape = expect(x["shape"], list, where)
         if len(shape) > MAX_RANK:
             raise fail(where, f"rank {len(shape)} exceeds {MAX_RANK}")
+        device = decode_device(x["device"], where)
+        if device.type not in DEVICE_TYPES:
+            raise fail(where, f"a value recorded on the device {device}: loaded programs "
+                              f"hold values on {', '.join(sorted(DEVICE_TYPES))} devices only "
+                              "(another makes torch import or initialise its backend)")
         return TensorMeta(tuple(self.size(s, where) for s in shape),
-                          lookup(DTYPES, x["dtype"], where, "dtype"),
-                          decode_device(x["device"], where))
+                          lookup(DTYPES, x["dtype"], where, "dtype"), device)
 
     def size(self, s: Any, where: str) -> Any:
         if isinstance(s, int) and not isinstance(s, bool):

@@ -21,7 +21,7 @@ from safetrace.serialize import declared, lease, tensorfile
 from safetrace.serialize.budgets import Budgets, budgets_of, json_shape
 from safetrace.serialize.codec import expr_budget
 from safetrace.serialize.rebuild import Builder
-from safetrace.serialize.state import LazyTensor
+from safetrace.serialize.state import LazyTensor, written_ties
 from safetrace.serialize.saving import FORMAT, PROGRAM, VERSION
 from safetrace.trace.session import gc_paused
 from safetrace.symbolic.expr import release_since, table_mark
@@ -147,6 +147,7 @@ def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets,
         # a combination of fields the checks above did not foresee: still a bad file
         raise bad_file(PROGRAM, f"malformed program ({type(err).__name__}: "
                                 f"{str(err)[:200]})") from err
+    written_ties(doc, ep)
     containers = [c for c in (container, getattr(external, "container", None)) if c is not None]
     written = ep.written_placeholders()
     if any(s.kind != "user_input" and s.name in written for s in ep.graph_signature.input_specs):

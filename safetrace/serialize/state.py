@@ -183,6 +183,32 @@ class StateReader:
         return t
 
 
+def written_ties(doc: dict, ep: Any) -> None:
+    """Refuse a parameter tied (``aliases``) to another name where the program writes one of
+    them: the exporter refuses such a write (``state_written_through_alias``), so no saved
+    program has one, and a loaded program would compute two ways (from memory of its own the
+    write reaches both names; from a mapped file, ``own_state`` copies each name apart)."""
+    specs = ep.graph_signature.input_specs
+    written = ep.written_placeholders()
+    keys = {s.name: f"{'constant' if s.kind == 'constant' else 'state'}:{s.target}"
+            for s in specs if s.kind in ("parameter", "buffer", "constant")}
+    hit = {keys[s.name] for s in specs if s.name in written and s.name in keys}
+    hit |= {f"state:{t}" for t in ep.graph_signature.buffers_to_mutate.values()}
+    params = {keys[s.name] for s in specs if s.kind == "parameter"}
+    groups: dict = {}
+    for name, stored in doc["aliases"]:
+        groups.setdefault(stored, {stored}).add(name)
+    for i, (name, stored) in enumerate(doc["aliases"]):
+        group = groups[stored]
+        if group & params and group & hit:
+            raise fail(f"aliases[{i}]", f"ties {name!r} to {stored!r}, and the program "
+                       f"writes {sorted(group & hit)[0]!r} in place: a parameter tied to "
+                       "another name is never written (st.export refuses the write), so "
+                       "st.save never writes such a tie",
+                       "the file was modified or written by another program; re-export the "
+                       "model and save it again")
+
+
 def _one_order(orders: dict, t: torch.Tensor, order: Any, where: str) -> None:
     """Names tied to one stored tensor (``aliases``) lay it out in one order: the writer
     ties only tensors of one storage, offset, shape and strides, and a name laid out in
@@ -195,4 +221,4 @@ def _one_order(orders: dict, t: torch.Tensor, order: Any, where: str) -> None:
                           "layout")
 
 
-__all__ = ["LazyTensor", "StateReader"]
+__all__ = ["LazyTensor", "StateReader", "written_ties"]
