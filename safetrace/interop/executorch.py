@@ -82,18 +82,25 @@ def specialized_warning(contract: Any, pinned: list[tuple[int, int, int]]) -> st
             f"see docs/deploying.md (ExecuTorch) for what specializes")
 
 
+# (sizes' arithmetic torch's retrace writes as Python functions: `n != 3` as sym_not, a
+# slice bound `min(n, k)` as sym_min; ExecuTorch maps each to its prim, after its verifier)
+_SYM_FUNCTIONS = (operator.ne, torch.sym_not, torch.sym_min, torch.sym_max, torch.sym_ite,
+                  torch.sym_int, torch.sym_float)
+
+
 def _edge(exir: Any, tep: Any, partitioner: Any, compile_config: Any,
           methods: Any) -> Any:
     """``to_edge`` of `tep`.  A check ``a != b`` (``st.check(k != 3)`` on a value read
     from data) comes back from torch's retrace as ``torch.sym_not(a == b)``, a Python
     function the edge verifier refuses though ExecuTorch runs it (its
-    ``executorch_prim.sym_not``, to which its own pass maps it later): then the verifier
+    ``executorch_prim.sym_not``, to which its own pass maps it later; so are ``sym_min`` and
+    ``sym_max`` of a slice bound or a contract's ``max(d, 1)``): then the verifier
     runs after that mapping instead, on the same program, as strict as before."""
     config = compile_config if compile_config is not None else exir.EdgeCompileConfig()
     nodes = [n for m in _graph_modules(tep.graph_module) for n in m.graph.nodes
              if n.op == "call_function"]
     negated = config._check_ir_validity and any(
-        n.target in (operator.ne, torch.sym_not) for n in nodes)
+        n.target in _SYM_FUNCTIONS for n in nodes)
     listed = config._check_ir_validity and any(_returns_a_list(n.target) for n in nodes)
     if negated or listed:
         compile_config = dataclasses.replace(config, _check_ir_validity=False)
@@ -116,8 +123,8 @@ def _returns_a_list(target: Any) -> bool:
 
 
 def _verify_with_prim_not(edge: Any, config: Any) -> None:
-    """Each ``torch.sym_not`` of the edge programs as ExecuTorch's operator, then the
-    edge verifier `to_edge` skipped (`config` as the caller gave it).
+    """Each ``torch.sym_not`` (``sym_max``, ``sym_min``, ...) of the edge programs as
+    ExecuTorch's operator, then the edge verifier `to_edge` skipped (`config` as the caller gave it).
 
     The verifier's dtype check takes the result of an operator returning one ``Tensor[]``
     for a sequence of returns, so the list's first tensor for the list, and calls ``len``
@@ -128,14 +135,19 @@ def _verify_with_prim_not(edge: Any, config: Any) -> None:
     from executorch.exir.dialects._ops import ops
     from executorch.exir.verification.verifier import EXIREdgeDialectVerifier
 
-    prim_not = ops.backend.executorch_prim.sym_not.Scalar
+    prims = ops.backend.executorch_prim
+    # (torch's Python functions on sizes: Python functions the verifier refuses, which
+    # ExecuTorch's emitter maps to these operators; `max(d, 1)` of a contract assert)
+    as_prim = {torch.sym_not: prims.sym_not.Scalar, torch.sym_max: prims.sym_max.Scalar,
+               torch.sym_min: prims.sym_min.Scalar, torch.sym_ite: prims.sym_ite.Scalar,
+               torch.sym_int: prims.sym_int.Scalar, torch.sym_float: prims.sym_float.Scalar}
     for name in edge.methods:
         gm = edge.exported_program(name).graph_module
         wrapped = []
         for sub in _graph_modules(gm):  # the branches' and loop bodies' too
             for node in sub.graph.nodes:
-                if node.op == "call_function" and node.target is torch.sym_not:
-                    node.target = prim_not
+                if node.op == "call_function" and node.target in as_prim:
+                    node.target = as_prim[node.target]
                 elif node.op == "call_function" and _returns_a_list(node.target) and \
                         isinstance(node.meta.get("val"), (list, tuple)):
                     wrapped.append((node, node.meta["val"]))

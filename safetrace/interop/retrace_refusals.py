@@ -9,7 +9,9 @@ functionalization and decompositions; the converted program runs as eager does, 
   functional (``aliased_write``);
 * ``tensor_split(x, k, dim)`` over a symbolic size decomposes by the example's remainder
   (``n % k == 0`` at an even example: every piece ``n // k`` long), a guard the retrace
-  drops: at an odd size the first piece loses a row (``retrace_specializes``).
+  drops: at an odd size the first piece loses a row (``retrace_specializes``).  The
+  conversion writes the pieces read one by one as slices (``sections.py``); only a
+  ``tensor_split`` whose pieces are also read as a whole is left to refuse.
 
 Such a program is refused rather than deployed with another result."""
 
@@ -21,6 +23,7 @@ import torch
 
 from safetrace.errors import interop as EI
 from safetrace.interop.hops import functional_of, memory_of, reads_written
+from safetrace.interop.sections import dynamic_sections
 
 _SECTIONS = torch.ops.aten.tensor_split.sections
 
@@ -34,24 +37,13 @@ def refuse_for_retrace(tep: Any, tool: str) -> None:
             t = node.target
             if node.op != "call_function" or not isinstance(t, torch._ops.OpOverload):
                 continue
-            if t is _SECTIONS and _symbolic_sections(node):
+            if t is _SECTIONS and dynamic_sections(node):
                 raise EI.retrace_specializes(node.name, str(t), _where(node), tool)
             if not t._schema.is_mutable or functional_of(t) is None or \
                     not node.args or not isinstance(node.args[0], torch.fx.Node):
                 continue
             if reads_written(node, memory_of(node.args[0])):
                 raise EI.aliased_write(node.name, str(t), _where(node), tool)
-
-
-def _symbolic_sections(node: torch.fx.Node) -> bool:
-    """Whether `node` (``tensor_split.sections``) splits a symbolic size in more than one."""
-    x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
-    k = node.args[1] if len(node.args) > 1 else node.kwargs.get("sections")
-    dim = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
-    if not isinstance(x, torch.Tensor) or not isinstance(dim, int) or x.dim() == 0:
-        return False
-    return not (isinstance(k, int) and k == 1) and \
-        not isinstance(x.shape[dim % x.dim()], int)
 
 
 def _where(node: torch.fx.Node) -> str:

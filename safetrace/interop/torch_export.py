@@ -47,6 +47,7 @@ from safetrace.interop.hierarchy import (Boundaries, arg_names, call_graph, fill
                                          stack_fqns)
 from safetrace.interop.input_guards import input_guards, with_guards
 from safetrace.interop.quoted_guards import quoted_paths
+from safetrace.interop.sections import split_sections
 from safetrace.interop.load_checks import lowered
 from safetrace.interop.memos import MASK_OPS, remember, shared_rows
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, hop_value,
@@ -149,6 +150,7 @@ class _Converter:
             outputs = self._output(next(n for n in reversed(ep.graph.nodes)
                                         if n.op == "output"))
             check_narrowing(self)
+            split_sections(self.graph, self.attrs)  # (dynamic tensor_split: slices)
         shared_custom_meta(calls, self.graph)
         custom_obj_values(self, self.graph)
         for node in self.graph.find_nodes(op="call_function", target=_SIZE):
