@@ -99,8 +99,8 @@ def _planned_module(plan: tuple, root: Any, graph: torch.fx.Graph) -> Any:
     gm = _NEW(_PENDING)  # (its class of one instance: made where its code is)
     d = gm.__dict__
     d.update(template)  # (the constructor's order)
-    for key, make in fresh:
-        d[key] = make()
+    keys, makers = fresh
+    d.update(zip(keys, map(operator.call, makers)))  # (each container fresh: a C loop)
     d["training"] = root.training
     d["_graph"] = graph
     graph.owning_module = gm
@@ -164,7 +164,7 @@ def _module_plan() -> tuple | None:
             elif key not in _SET and type(value) not in (type(None), bool, int, str):
                 return None
             template[key] = value if key not in _SET else None
-        plan = (template, tuple(fresh))
+        plan = (template, (tuple(k for k, _ in fresh), tuple(t for _, t in fresh)))
         for training in (True, False):
             root = torch.nn.Module().train(training)
             a_graph, b_graph = _sample_graph(), _sample_graph()

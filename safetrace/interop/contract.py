@@ -76,6 +76,11 @@ class ContractEmitter:
         self.root_range: dict[Any, tuple] = {}   # torch symbol -> our (lo, hi) for it
         self.hints: dict[str, int] = {}
         self.derived: list[tuple] = []           # (our derived size, its torch root)
+        # (every (input, its value, dim, dim's entry) of a tensor input: read by each
+        # step below, made once per conversion; and the symbols int inputs bind)
+        self.dims = [(i, inp, d, dim) for i, inp in enumerate(contract.inputs)
+                     if isinstance(inp, TensorInput) for d, dim in enumerate(inp.dims)]
+        self.scalar_symbols = {dim.symbol for _, inp, _, dim in self.dims if inp.scalar}
         self._plan()
 
     # -- symbols ---------------------------------------------------------------------------
@@ -133,8 +138,7 @@ class ContractEmitter:
                 self._new_root(i, d, h, 0, None, dim.size)
 
     def _dims(self) -> list:
-        return [(i, inp, d, dim) for i, inp in enumerate(self.contract.inputs)
-                if isinstance(inp, TensorInput) for d, dim in enumerate(inp.dims)]
+        return self.dims
 
     def derived_roots(self) -> list[tuple]:
         """(our size expression, torch's root symbol) of each derived input dim."""
@@ -217,13 +221,14 @@ class ContractEmitter:
             if s.where is None:
                 continue
             v = self.node(_sym(s.name))
-            if s.checked_lo > 0 or any(inp.scalar and dim.symbol == s.name for _, inp, _, dim
-                                       in self._dims()):  # an int may be negative
+            if s.checked_lo > 0 or s.name in self.scalar_symbols:  # an int may be negative
                 self._assert(self.conv.call(operator.ge, (v, s.lo)),
                              f"{s.where} must be >= {s.lo}{s.origin}")
             if s.hi is not None:
                 self._assert(self.conv.call(operator.le, (v, s.hi)),
                              f"{s.where} must be <= {s.hi}{s.origin}")
+        if not c.conditions:
+            return
         bound = {s.name for s in c.symbols if s.where is not None}
         ranges = self._checked_ranges(c, bound)
         for cond in c.conditions:
@@ -235,7 +240,7 @@ class ContractEmitter:
     def _checked_ranges(self, c: Any, bound: set) -> dict:
         """Each bound symbol's range as the asserts before the conditions hold it (a size
         from 0 or its checked lower end; an int input from its declared one)."""
-        scalars = {dim.symbol for _, inp, _, dim in self._dims() if inp.scalar}
+        scalars = self.scalar_symbols
         out = {}
         for s in c.symbols:
             if s.name in bound:
