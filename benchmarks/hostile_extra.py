@@ -32,11 +32,11 @@ from __future__ import annotations
 import copy
 import json
 import random
-import struct
 
 import torch
 
-KEY = "safetrace.program"
+from tests.serialize.surgery import KEY, join, split
+
 KINDS = ("offsets", "order", "counts", "depth", "dups", "unicode", "recmeta", "lists")
 
 
@@ -94,35 +94,18 @@ def programs() -> dict:
             "x_branch": st.export(Branch(), (torch.randn(6, 3),), dynamic_shapes=dyn)}
 
 
-def _split(blob: bytes) -> tuple[dict, bytes]:
-    (n,) = struct.unpack("<Q", blob[:8])
-    return json.loads(blob[8:8 + n]), blob[8 + n:]
-
-
-def _join(head: dict | str, data: bytes, prefix: int | None = None) -> bytes:
-    text = (head if isinstance(head, str) else json.dumps(head)).encode("utf-8",
-                                                                       "surrogatepass")
-    text += b" " * (-len(text) % 8)
-    return struct.pack("<Q", len(text) if prefix is None else prefix) + text + data
-
-
 def variants(blob: bytes, rng: random.Random, count: int, kind: str) -> list[tuple[str, bytes]]:
     make = {"offsets": _offsets, "order": _order, "counts": _counts, "depth": _depth,
             "dups": _dups, "unicode": _unicode, "recmeta": _recmeta, "lists": _lists}[kind]
     out = []
     for _ in range(count):
-        head, data = _split(blob)
+        head, data = split(blob)
         doc = json.loads(head["__metadata__"][KEY])
         made = make(head, doc, data, rng)
         if made is not None:
             label, new = made
             out.append((f"{kind}:{label}", new))
     return out
-
-
-def _pack(head: dict, doc: dict, data: bytes) -> bytes:
-    head["__metadata__"][KEY] = json.dumps(doc)
-    return _join(head, data)
 
 
 def _tensors(head: dict) -> list[str]:
@@ -135,13 +118,13 @@ def _offsets(head: dict, doc: dict, data: bytes, rng: random.Random):
     how = rng.choice(["overlap", "same", "past", "reversed", "huge", "misaligned", "short",
                       "long", "prefix_past", "prefix_short", "append", "cut"])
     if how == "prefix_past":
-        return how, _join(head, data, prefix=len(json.dumps(head)) + len(data) + 4096)
+        return how, join(head, data, length=len(json.dumps(head)) + len(data) + 4096)
     if how == "prefix_short":
-        return how, _join(head, data, prefix=max(0, len(json.dumps(head)) // 2))
+        return how, join(head, data, length=max(0, len(json.dumps(head)) // 2))
     if how == "append":
-        return how, _pack(head, doc, data + bytes(rng.randrange(1, 64)))
+        return how, join(head, data + bytes(rng.randrange(1, 64)), doc=doc)
     if how == "cut" and data:
-        return how, _pack(head, doc, data[:max(0, len(data) - rng.randrange(1, 16))])
+        return how, join(head, data[:max(0, len(data) - rng.randrange(1, 16))], doc=doc)
     if not keys or how == "cut":
         return None
     key = rng.choice(keys)
@@ -169,7 +152,7 @@ def _offsets(head: dict, doc: dict, data: bytes, rng: random.Random):
         t["data_offsets"] = [a, max(a, b - rng.choice([1, 4]))]
     else:
         t["data_offsets"] = [a, b + rng.choice([1, 4])]
-    return f"{how}@{key}", _pack(head, doc, data)
+    return f"{how}@{key}", join(head, data, doc=doc)
 
 
 # -- order -------------------------------------------------------------------------------
@@ -183,7 +166,7 @@ def _order(head: dict, doc: dict, data: bytes, rng: random.Random):
                              [rank + 3] + list(range(rank))[1:], [-1] + list(range(1, rank)),
                              list(range(rank)), [], list(range(rank))[::-1] or [0],
                              list(range(2000))])
-    return f"{json.dumps(e['order'])[:20]}@{e.get('name')}", _pack(head, doc, data)
+    return f"{json.dumps(e['order'])[:20]}@{e.get('name')}", join(head, data, doc=doc)
 
 
 # -- counts ------------------------------------------------------------------------------
@@ -201,7 +184,7 @@ def _counts(head: dict, doc: dict, data: bytes, rng: random.Random):
         for e in doc.get("state") or ():
             if isinstance(e, dict) and e.get("name") == name:
                 e["shape"] = new
-        return f"{how}@{key}", _pack(head, doc, data)
+        return f"{how}@{key}", join(head, data, doc=doc)
     if how == "long_list":
         nodes = [n for n in doc["nodes"] if any(isinstance(a, dict) and "list" in a
                                                  for a in n.get("args") or ())]
@@ -210,10 +193,10 @@ def _counts(head: dict, doc: dict, data: bytes, rng: random.Random):
         n = rng.choice(nodes)
         i = next(i for i, a in enumerate(n["args"]) if isinstance(a, dict) and "list" in a)
         n["args"][i] = {"list": [rng.choice([0, 1, -1])] * 100_000}
-        return f"{how}@{n['name']}", _pack(head, doc, data)
+        return f"{how}@{n['name']}", join(head, data, doc=doc)
     doc["symbols"] = list(doc.get("symbols") or ()) + [
         {"name": f"z{i}", "lo": 0, "hi": None} for i in range(50_000)]
-    return how, _pack(head, doc, data)
+    return how, join(head, data, doc=doc)
 
 
 # -- depth -------------------------------------------------------------------------------
@@ -251,12 +234,12 @@ def _depth(head: dict, doc: dict, data: bytes, rng: random.Random):
     if how == "self" or (how == "mutual" and len(subs) < 2):
         sg = rng.choice(subs)
         _call_into(sg, sg["path"], "self")
-        return f"self@{sg['path']}", _pack(head, doc, data)
+        return f"self@{sg['path']}", join(head, data, doc=doc)
     if how == "mutual":
         a, b = rng.sample(subs, 2)
         _call_into(a, b["path"], "ab")
         _call_into(b, a["path"], "ba")
-        return f"mutual@{a['path']},{b['path']}", _pack(head, doc, data)
+        return f"mutual@{a['path']},{b['path']}", join(head, data, doc=doc)
     n = 60 if how == "chain60" else 400
     base = rng.choice(subs)
     chain = []
@@ -268,7 +251,7 @@ def _depth(head: dict, doc: dict, data: bytes, rng: random.Random):
         chain.append(sg)
     _call_into(base, "chain_0", "k")
     doc["subgraphs"] = subs + chain
-    return f"{how}@{base['path']}", _pack(head, doc, data)
+    return f"{how}@{base['path']}", join(head, data, doc=doc)
 
 
 # -- dups --------------------------------------------------------------------------------
@@ -282,39 +265,39 @@ def _dups(head: dict, doc: dict, data: bytes, rng: random.Random):
         twin = copy.deepcopy(nodes[i] if how == "node_copy" else nodes[rng.choice(calls)])
         twin["name"] = nodes[i]["name"]
         nodes.insert(i + 1, twin)
-        return f"{how}@{nodes[i]['name']}", _pack(head, doc, data)
+        return f"{how}@{nodes[i]['name']}", join(head, data, doc=doc)
     if how == "subgraph" and doc.get("subgraphs"):
         sg = copy.deepcopy(rng.choice(doc["subgraphs"]))
         other = rng.choice(doc["subgraphs"])
         other_copy = copy.deepcopy(other)
         other_copy["path"] = sg["path"]
         doc["subgraphs"].append(other_copy)
-        return f"{how}@{sg['path']}", _pack(head, doc, data)
+        return f"{how}@{sg['path']}", join(head, data, doc=doc)
     if how == "symbol" and doc.get("symbols"):
         s = copy.deepcopy(rng.choice(doc["symbols"]))
         if isinstance(s, dict):
             s["hi"] = 2**40
         doc["symbols"].append(s)
-        return how, _pack(head, doc, data)
+        return how, join(head, data, doc=doc)
     if how == "state" and doc.get("state"):
         doc["state"].append(copy.deepcopy(rng.choice(doc["state"])))
-        return how, _pack(head, doc, data)
+        return how, join(head, data, doc=doc)
     if how == "input" and len(doc.get("inputs") or ()) > 1:
         a, b = rng.sample(doc["inputs"], 2)
         b["name"] = a["name"]
-        return f"{how}@{a['name']}", _pack(head, doc, data)
+        return f"{how}@{a['name']}", join(head, data, doc=doc)
     if how == "json_key":
         text = json.dumps(doc)
         extra = json.dumps({"nodes": [n for n in nodes if n["op"] != "call_function"]})[1:-1]
         text = text[:-1] + ", " + extra + "}"
         head["__metadata__"][KEY] = text
-        return how, _join(head, data)
+        return how, join(head, data)
     keys = _tensors(head)
     if how == "header_key" and keys:
         key = rng.choice(keys)
         text = json.dumps(head)
         dup = json.dumps({key: {**head[key], "data_offsets": [0, 0], "shape": [0]}})[1:-1]
-        return f"{how}@{key}", _join(text[:-1] + ", " + dup + "}", data)
+        return f"{how}@{key}", join(text[:-1] + ", " + dup + "}", data)
     return None
 
 
@@ -343,21 +326,21 @@ def _unicode(head: dict, doc: dict, data: bytes, rng: random.Random):
         esc = json.dumps(new)[1:-1]
         text = re.sub(rf"\b{re.escape(old)}\b", lambda _: esc, text)
         head["__metadata__"][KEY] = text
-        return f"symbol:{new[:12]!r}", _join(head, data)
+        return f"symbol:{new[:12]!r}", join(head, data)
     if how == "state" and doc.get("state"):
         old = rng.choice(doc["state"])["name"]
         doc = _rename_all(doc, old, new)
         for prefix in ("state:", "constant:"):
             if prefix + old in head:
                 head[prefix + new] = head.pop(prefix + old)
-        return f"state:{new[:12]!r}", _pack(head, doc, data)
+        return f"state:{new[:12]!r}", join(head, data, doc=doc)
     names = [n["name"] for n in doc["nodes"] if n["op"] in ("call_function", "placeholder")]
     if not names:
         return None
     old = rng.choice(names)
     doc["nodes"] = _rename_all(doc["nodes"], old, new)
     doc["inputs"] = _rename_all(doc.get("inputs"), old, new)
-    return f"node:{new[:12]!r}", _pack(head, doc, data)
+    return f"node:{new[:12]!r}", join(head, data, doc=doc)
 
 
 # -- recmeta -----------------------------------------------------------------------------
@@ -398,7 +381,7 @@ def _recmeta(head: dict, doc: dict, data: bytes, rng: random.Random):
                     val["tensor"]["dtype"] = new
                 elif len(val["tensor"]["shape"]) > d:
                     val["tensor"]["shape"][d] = new
-    return f"{what}={json.dumps(new)}@{path}/{node['name']}", _pack(head, doc, data)
+    return f"{what}={json.dumps(new)}@{path}/{node['name']}", join(head, data, doc=doc)
 
 
 # -- lists (session 27) -------------------------------------------------------------------
@@ -439,7 +422,7 @@ def _lists(head: dict, doc: dict, data: bytes, rng: random.Random):
         node["meta"].pop("val")
     else:
         return None
-    return f"{how}@{node['name']}", _pack(head, doc, data)
+    return f"{how}@{node['name']}", join(head, data, doc=doc)
 
 
 # -- the oracle ----------------------------------------------------------------------------

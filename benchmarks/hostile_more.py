@@ -34,9 +34,9 @@ from __future__ import annotations
 import copy
 import json
 import random
-import struct
 
-KEY = "safetrace.program"
+from tests.serialize.surgery import pack, parts
+
 SENTINEL = 12345  # (the value around an embedded input: read or written, a finding)
 KINDS = ("alias", "names", "ops", "ranges", "views", "operands", "records")
 
@@ -74,30 +74,16 @@ def programs() -> dict:
     return {"tied": st.export(Tied(), (torch.randn(3),))}
 
 
-def _parts(blob: bytes) -> tuple[dict, dict]:
-    import safetensors.torch
-
-    (n,) = struct.unpack("<Q", blob[:8])
-    doc = json.loads(json.loads(blob[8:8 + n])["__metadata__"][KEY])
-    return doc, safetensors.torch.load(blob)
-
-
-def _pack(doc: dict, tensors: dict) -> bytes:
-    import safetensors.torch
-
-    return safetensors.torch.save(tensors, metadata={KEY: json.dumps(doc)})
-
-
 def variants(blob: bytes, rng: random.Random, count: int, kind: str) -> list[tuple[str, bytes]]:
     make = {"alias": _alias, "names": _names, "ops": _ops, "ranges": _ranges,
             "views": _views, "operands": _operands, "records": _records}[kind]
-    doc, tensors = _parts(blob)
+    doc, tensors = parts(blob)
     out = []
     for _ in range(count):
         d, t = copy.deepcopy(doc), dict(tensors)
         label = make(d, t, rng)
         if label is not None:
-            out.append((f"{kind}:{label}", _pack(d, t)))
+            out.append((f"{kind}:{label}", pack(d, t)))
     return out
 
 

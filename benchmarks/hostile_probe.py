@@ -36,6 +36,8 @@ kernels given an output size and a hostile scale, ``_weight_norm`` given a ``g``
 not fit, ``grid_sampler`` given modes it does not know (``scales``, ``wnorm``, ``modes``:
 benchmarks/hostile_scales.py, session 34), loss and FFT kernels given a ``reduction`` or
 ``normalization`` outside 0, 1, 2 (``enums``, session 35: one that runs is a finding),
+names tied to a parameter the program writes, quantized dtypes, values recorded on other
+device kinds, float8 state (``kinds``: benchmarks/hostile_kinds.py, session 36),
 and sizes read from data
 recorded as other such sizes (``reads``: a clamped
 ``min(u0, 5)`` written ``u0``, symbols swapped, numbers shifted, assertions removed,
@@ -69,13 +71,13 @@ import json
 import os
 import random
 import re
-import struct
 import subprocess
 import sys
 import tempfile
 from collections import Counter
 
-KEY = "safetrace.program"
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.serialize.surgery import KEY, join, split  # noqa: E402 - (the repository's root first)
 
 
 def programs() -> dict[str, bytes]:
@@ -178,17 +180,6 @@ def programs() -> dict[str, bytes]:
 
     made.update(hostile_reads.programs())
     return hostile_subgraphs.saved(made)
-
-
-def split(blob: bytes) -> tuple[dict, bytes]:
-    (n,) = struct.unpack("<Q", blob[:8])
-    return json.loads(blob[8:8 + n]), blob[8 + n:]
-
-
-def join(head: dict, data: bytes) -> bytes:
-    text = json.dumps(head).encode()
-    text += b" " * (-len(text) % 8)
-    return struct.pack("<Q", len(text)) + text + data
 
 
 def slots(doc: object) -> list[tuple[object, object, list]]:
@@ -810,10 +801,11 @@ def main() -> int:
                          "alias,names,ops,ranges,views,operands,records,offsets,order,"
                          "counts,depth,dups,unicode,recmeta,lists,afterload,reads,"
                          "literals,exprs,targets,refs,specs,zerodims,overflow,parent,scales,wnorm,"
-                         "modes,enums)")
+                         "modes,enums,kinds)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import hostile_extra
+    import hostile_kinds
     import hostile_more
     import hostile_reads
     import hostile_scales
@@ -834,7 +826,7 @@ def main() -> int:
             continue
         n = a.per_program
         wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel,text,alias,names,ops,"
-                               "ranges,views,operands,records,afterload,reads," +
+                               "ranges,views,operands,records,afterload,reads,kinds," +
                                ",".join(hostile_extra.KINDS + hostile_syntax.KINDS +
                                         hostile_state.KINDS + hostile_scales.KINDS)
                                ).split(","))
@@ -856,6 +848,7 @@ def main() -> int:
         makers.append(("reads", lambda b, r, c: hostile_reads.variants(b, r, c), n // 2))
         makers.append(("afterload", lambda b, r, c: [
             (f"afterload:{r.choice(AFTER_LOAD)}", b) for _ in range(c)], n // 4))
+        makers.append(("kinds", lambda b, r, c: hostile_kinds.variants(b, r, c), n // 2))
         variants = [v for cls, make, c in makers if cls in wanted for v in make(blob, rng, c)]
         for label, data in variants:
             fname = f"{k:05d}.st" if not label.startswith("afterload:") else \

@@ -26,9 +26,9 @@ import copy
 import io
 import json
 import random
-import struct
 
-KEY = "safetrace.program"
+from tests.serialize.surgery import header_of, join
+
 KINDS = ("reads",)
 
 
@@ -89,22 +89,9 @@ def programs() -> dict:
     }
 
 
-def _parts(blob: bytes) -> tuple[dict, dict, bytes]:
-    (n,) = struct.unpack("<Q", blob[:8])
-    head = json.loads(blob[8:8 + n])
-    return head, json.loads(head["__metadata__"][KEY]), blob[8 + n:]
-
-
-def _join(head: dict, doc: dict, data: bytes) -> bytes:
-    head["__metadata__"][KEY] = json.dumps(doc)
-    text = json.dumps(head).encode()
-    text += b" " * (-len(text) % 8)
-    return struct.pack("<Q", len(text)) + text + data
-
-
 def variants(blob: bytes, rng: random.Random, count: int, kind: str = "reads"
              ) -> list[tuple[str, bytes]]:
-    head, doc, data = _parts(blob)
+    head, doc, data = header_of(blob)
     out = []
     for _ in range(count):
         d, h = copy.deepcopy(doc), copy.deepcopy(head)
@@ -112,7 +99,7 @@ def variants(blob: bytes, rng: random.Random, count: int, kind: str = "reads"
         label = {"bare": _bare, "swap": _swap, "shift": _shift, "unassert": _unassert,
                  "narrow": _narrow}[how](d, rng)
         if label is not None:
-            out.append((f"{kind}:{how}:{label}", _join(h, d, data)))
+            out.append((f"{kind}:{how}:{label}", join(h, data, doc=d)))
     return out
 
 

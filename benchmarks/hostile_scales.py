@@ -29,11 +29,10 @@ a finding (``judged``: its label ends with ``!``).
 from __future__ import annotations
 
 import copy
-import json
 import random
-import struct
 
-KEY = "safetrace.program"
+from tests.serialize.surgery import header_of, join
+
 KINDS = ("scales", "wnorm", "modes", "enums")
 # loss kernels (their arguments after self and target, the reduction last) and FFT kernels
 LOSSES = (("l1_loss", ()), ("mse_loss", ()), ("soft_margin_loss", ()),
@@ -49,19 +48,6 @@ SCALES = (1e-30, 1e-300, 5e-324, 1e-19, 1e-15, 2.0 ** -52, 1e-6, 1e-7, 0.5, 2.0,
           float("nan"), float("inf"))
 
 
-def _parts(blob: bytes) -> tuple[dict, dict, bytes]:
-    (n,) = struct.unpack("<Q", blob[:8])
-    head = json.loads(blob[8:8 + n])
-    return head, json.loads(head["__metadata__"][KEY]), blob[8 + n:]
-
-
-def _join(head: dict, doc: dict, data: bytes) -> bytes:
-    head["__metadata__"][KEY] = json.dumps(doc)
-    text = json.dumps(head).encode()
-    text += b" " * (-(len(text) + 8) % 8)
-    return struct.pack("<Q", len(text)) + text + data
-
-
 def _call(name: str, target: str, *args: object) -> dict:
     return {"name": name, "op": "call_function", "target": f"torch.ops.aten.{target}",
             "args": list(args)}
@@ -69,7 +55,7 @@ def _call(name: str, target: str, *args: object) -> dict:
 
 def variants(blob: bytes, rng: random.Random, count: int, kind: str = "scales"
              ) -> list[tuple[str, bytes]]:
-    head, doc, data = _parts(blob)
+    head, doc, data = header_of(blob)
     tensors = [n["name"] for n in doc["nodes"] if n["op"] in ("placeholder", "call_function")
                and "tensor" in ((n.get("meta") or {}).get("val") or {})]
     out = []
@@ -88,7 +74,7 @@ def variants(blob: bytes, rng: random.Random, count: int, kind: str = "scales"
                            im, pm, False)]
             at = next(j for j, n in enumerate(d["nodes"]) if n["op"] == "output")
             d["nodes"][at:at] = added
-            out.append((f"modes:{op}({im},{pm})@{src}", _join(copy.deepcopy(head), d, data)))
+            out.append((f"modes:{op}({im},{pm})@{src}", join(copy.deepcopy(head), data, doc=d)))
             continue
         if kind == "enums":
             out.append(_enum_variant(d, head, data, rng, tensors, i))
@@ -106,7 +92,7 @@ def variants(blob: bytes, rng: random.Random, count: int, kind: str = "scales"
             at = next(j for j, n in enumerate(d["nodes"]) if n["op"] == "output")
             d["nodes"][at:at] = added
             out.append((f"wnorm:_weight_norm([{rows},-1],{g},{dim})@{src}",
-                        _join(copy.deepcopy(head), d, data)))
+                        join(copy.deepcopy(head), data, doc=d)))
             continue
         src, op = rng.choice(tensors), rng.choice(OPS)
         dtype, size, scale = rng.choice(("uint8", "float32")), rng.choice((1, 3, 9, 17)), \
@@ -123,7 +109,7 @@ def variants(blob: bytes, rng: random.Random, count: int, kind: str = "scales"
         at = next(j for j, n in enumerate(d["nodes"]) if n["op"] == "output")
         d["nodes"][at:at] = added
         out.append((f"scales:{op}({dtype},[{size}],{scale!r})@{src}",
-                    _join(copy.deepcopy(head), d, data)))
+                    join(copy.deepcopy(head), data, doc=d)))
     return out
 
 
@@ -161,7 +147,7 @@ def _enum_variant(d: dict, head: dict, data: bytes, rng: random.Random, tensors:
     at = next(j for j, n in enumerate(d["nodes"]) if n["op"] == "output")
     d["nodes"][at:at] = added
     mark = "" if value in (0, 1, 2) else "!"
-    return (f"enums:{op}({what}={value}){mark}@{src}", _join(copy.deepcopy(head), d, data))
+    return (f"enums:{op}({what}={value}){mark}@{src}", join(copy.deepcopy(head), data, doc=d))
 
 
 def judged(label: str, outcome: str) -> str:

@@ -20,29 +20,16 @@ from __future__ import annotations
 import copy
 import json
 import random
-import struct
 
-KEY = "safetrace.program"
+from tests.serialize.surgery import header_of, join
+
 KINDS = ("zerodims", "overflow", "parent")
 _ITEM = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
          "U8": 1, "BOOL": 1, "C64": 8}
 
 
-def _parts(blob: bytes) -> tuple[dict, dict, bytes]:
-    (n,) = struct.unpack("<Q", blob[:8])
-    head = json.loads(blob[8:8 + n])
-    return head, json.loads(head["__metadata__"][KEY]), blob[8 + n:]
-
-
-def _join(head: dict, doc: dict, data: bytes) -> bytes:
-    head["__metadata__"][KEY] = json.dumps(doc)
-    text = json.dumps(head).encode()
-    text += b" " * (-(len(text) + 8) % 8)
-    return struct.pack("<Q", len(text)) + text + data
-
-
 def variants(blob: bytes, rng: random.Random, count: int, kind: str) -> list[tuple[str, bytes]]:
-    head, doc, data = _parts(blob)
+    head, doc, data = header_of(blob)
     make = {"zerodims": _zerodims, "overflow": _overflow, "parent": _parent}[kind]
     out = []
     for _ in range(count):
@@ -50,7 +37,7 @@ def variants(blob: bytes, rng: random.Random, count: int, kind: str) -> list[tup
         got = make(h, d, data, rng)
         if got is not None:
             label, new_data = got
-            out.append((f"{kind}:{label}", _join(h, d, new_data)))
+            out.append((f"{kind}:{label}", join(h, new_data, doc=d)))
     return out
 
 

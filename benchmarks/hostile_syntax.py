@@ -30,20 +30,10 @@ from __future__ import annotations
 import json
 import random
 import re
-import struct
 
-KEY = "safetrace.program"
+from tests.serialize.surgery import KEY, join, split
+
 KINDS = ("literals", "exprs", "targets", "refs", "specs")
-
-
-def _split(blob: bytes) -> tuple[dict, bytes]:
-    (n,) = struct.unpack("<Q", blob[:8])
-    return json.loads(blob[8:8 + n]), blob[8 + n:]
-
-
-def _join_text(text: bytes, data: bytes, pad: bytes = b" ") -> bytes:
-    text += pad * (-len(text) % 8)
-    return struct.pack("<Q", len(text)) + text + data
 
 
 _DEEP = "@@deep@@"  # stands for text too deeply nested for json.dumps to write
@@ -53,12 +43,7 @@ def _pack(head: dict, doc: object, data: bytes, deep: str = "") -> bytes:
     text = doc if isinstance(doc, str) else json.dumps(doc)
     if deep:
         text = text.replace(json.dumps(_DEEP), deep, 1)
-    return _pack_doc_text(head, text, data)
-
-
-def _pack_doc_text(head: dict, doc_text: str, data: bytes) -> bytes:
-    head["__metadata__"][KEY] = doc_text
-    return _join_text(json.dumps(head).encode("utf-8", "surrogatepass"), data)
+    return join(head, data, doc=text)
 
 
 def variants(blob: bytes, rng: random.Random, count: int, kind: str) -> list[tuple[str, bytes]]:
@@ -66,7 +51,7 @@ def variants(blob: bytes, rng: random.Random, count: int, kind: str) -> list[tup
             "specs": _specs}[kind]
     out = []
     for _ in range(count):
-        head, data = _split(blob)
+        head, data = split(blob)
         doc = json.loads(head["__metadata__"][KEY])
         made = make(head, doc, data, rng)
         if made is not None:
@@ -99,13 +84,13 @@ def _literals(head: dict, doc: dict, data: bytes, rng: random.Random):
         lit = {"nan": "NaN", "inf": "Infinity", "neginf": "-Infinity", "digits": "9" * 5000,
                "e400": "1e400"}[how]
         new = text[:m.start()] + lit + text[m.end():]
-        return f"{how}@{m.start()}", _pack_doc_text(head, new, data)
+        return f"{how}@{m.start()}", join(head, data, doc=new)
     if how == "deep":
         spots = list(_NUMBER.finditer(text))
         m = rng.choice(spots) if spots else None
         at = m.start() if m else 1
         new = text[:at] + "[" * 100_000 + "]" * 100_000 + text[m.end() if m else 1:]
-        return f"deep@{at}", _pack_doc_text(head, new, data)
+        return f"deep@{at}", join(head, data, doc=new)
     if how == "dupkey":
         nodes = [n for n in doc.get("nodes") or () if n.get("op") == "call_function"]
         if not nodes:
@@ -118,40 +103,40 @@ def _literals(head: dict, doc: dict, data: bytes, rng: random.Random):
         dup = before[:-1] + f', "{field}": {other}' + "}"
         dup_first = "{" + f'"{field}": {other}, ' + before[1:]
         new = text.replace(before, rng.choice([dup, dup_first]), 1)
-        return f"dupkey_{field}@{n['name']}", _pack_doc_text(head, new, data)
+        return f"dupkey_{field}@{n['name']}", join(head, data, doc=new)
     if how == "surrogate":
         names = [n["name"] for n in doc.get("nodes") or () if n.get("op") == "call_function"]
         if not names:
             return None
         old = rng.choice(names)
         new = text.replace(f'"{old}"', '"' + old + '\\ud800"')
-        return f"surrogate@{old}", _pack_doc_text(head, new, data)
+        return f"surrogate@{old}", join(head, data, doc=new)
     if how == "outer_dupkey":
         raw = json.dumps(head)
         extra = json.dumps({KEY: json.dumps({"format": KEY, "version": [2, 2]})})[1:-1]
         raw = raw.replace('"__metadata__": {', '"__metadata__": {' + extra + ", ", 1)
-        return how, _join_text(raw.encode(), data)
+        return how, join(raw.encode(), data)
     if how == "outer_deep":
         raw = json.dumps(head)[:-1] + ', "z": ' + "[" * 100_000 + "]" * 100_000 + "}"
-        return how, _join_text(raw.encode(), data)
+        return how, join(raw.encode(), data)
     if how == "doc_number":
         head["__metadata__"][KEY] = 12345
-        return how, _join_text(json.dumps(head).encode(), data)
+        return how, join(json.dumps(head).encode(), data)
     if how == "doc_list":
         head["__metadata__"][KEY] = [text]
-        return how, _join_text(json.dumps(head).encode(), data)
+        return how, join(json.dumps(head).encode(), data)
     raw = json.dumps(head).encode()
     if how == "bom":
-        return how, _join_text(b"\xef\xbb\xbf" + raw, data)
+        return how, join(b"\xef\xbb\xbf" + raw, data)
     if how == "nul":
         at = rng.randrange(1, len(raw) - 1)
-        return f"nul@{at}", _join_text(raw[:at] + b"\x00" + raw[at:], data)
+        return f"nul@{at}", join(raw[:at] + b"\x00" + raw[at:], data)
     if how == "latin1":
         at = raw.find(b'"', raw.find(KEY.encode()) + len(KEY) + 3) + 1
-        return how, _join_text(raw[:at] + b"\xff\xfe" + raw[at:], data)
+        return how, join(raw[:at] + b"\xff\xfe" + raw[at:], data)
     if how == "twodocs":
-        return how, _join_text(raw + b"{}", data)
-    return how, _join_text(raw, data, pad=b"\x00") if len(raw) % 8 else _join_text(
+        return how, join(raw + b"{}", data)
+    return how, join(raw, data, pad=b"\x00") if len(raw) % 8 else join(
         raw + b"\x00" * 8, data)
 
 

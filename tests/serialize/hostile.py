@@ -24,8 +24,9 @@ import torch
 import safetrace as st
 from safetrace.serialize import budgets as budgets_module
 from tests.serialize import hostile_static
+from tests.serialize import surgery
+from tests.serialize.surgery import KEY, pack, parts  # noqa: F401 - (tests import them here)
 
-KEY = "safetrace.program"
 
 
 @dataclasses.dataclass
@@ -58,21 +59,7 @@ class Base(torch.nn.Module):
 
 def base_blob() -> bytes:
     ep = st.export(Base(), (torch.randn(4, 8),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return buf.getvalue()
-
-
-def parts(blob: bytes) -> tuple[dict, dict]:
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    doc = json.loads(header["__metadata__"][KEY])
-    return doc, safetensors.torch.load(blob)
-
-
-def pack(doc: Any, tensors: dict, raw_program: str | None = None) -> bytes:
-    program = raw_program if raw_program is not None else json.dumps(doc)
-    return safetensors.torch.save(tensors, metadata={KEY: program})
+    return surgery.saved(ep)
 
 
 def refused_at_load_or_call(blob: bytes, calls: list, load: str = "",
@@ -99,16 +86,7 @@ def refused_at_load_or_call(blob: bytes, calls: list, load: str = "",
     return "call"
 
 
-def _raw_text(head_text: str) -> bytes:
-    head = head_text.encode()
-    head += b" " * (-len(head) % 8)
-    return struct.pack("<Q", len(head)) + head
-
-
-def raw_file(header: dict, data: bytes = b"", length: int | None = None) -> bytes:
-    head = json.dumps(header).encode()
-    head += b" " * (-len(head) % 8)
-    return struct.pack("<Q", len(head) if length is None else length) + head + data
+raw_file = surgery.join  # (a file of a raw header: tests import it here)
 
 
 class Maker:
@@ -302,7 +280,7 @@ def cases(categories: Any = None) -> list[Case]:
         + "[]," * (1_400_000 // k) + "0]}"), ("max_json_values",))
     blob(bu, "header_length_2_60", lambda: struct.pack("<Q", 1 << 60) + b"{}")
     blob(bu, "header_length_past_file", lambda: raw_file({}, length=10_000))
-    blob(bu, "400k_empty_tensors", lambda: _raw_text("{" + ",".join(
+    blob(bu, "400k_empty_tensors", lambda: surgery.join("{" + ",".join(
         f'"t{i}":{{"dtype":"F32","shape":[0],"data_offsets":[0,0]}}' for i in range(400_000))
         + "}"))
     blob(bu, "700_residual_conditions", lambda: _with(m, lambda d: _conds(d, [
@@ -447,7 +425,7 @@ def cases(categories: Any = None) -> list[Case]:
 def _container_cases(m: Maker, blob: Callable, both: Callable) -> None:
     """The safetensors layer, byte by byte: each refusal must name what is wrong."""
     co = "container"
-    head, data = _split(m.blob)
+    head, data = surgery.split(m.blob)
     key = next(k for k in head if k != "__metadata__" and head[k]["dtype"] == "F32")
     blob(co, "header_length_past_eof", lambda: struct.pack("<Q", 1 << 20) + m.blob[8:4096],
          match="exceeds the file")
@@ -515,7 +493,7 @@ def _memory_cases(m: Maker, blob: Callable, both: Callable) -> None:
     """Header parsing bounded: nested metadata JSON, long and astral strings, and file
     objects that declare more than they hold (issue 23)."""
     me = "memory"
-    head, data = _split(m.blob)
+    head, data = surgery.split(m.blob)
     both(me, "dtypes_nested_25mb", lambda k: _raw(_header_bytes(_with_meta(
         head, "safetrace.dtypes", "[" * (12_000_000 // k) + "]" * (12_000_000 // k))), data),
         match="nested deeper|JSON values")
@@ -655,11 +633,6 @@ def _set(doc: dict, key: str, value: Any) -> dict:
     return doc
 
 
-def _split(blob: bytes) -> tuple[dict, bytes]:
-    (n,) = struct.unpack("<Q", blob[:8])
-    return json.loads(blob[8:8 + n]), blob[8 + n:]
-
-
 def _header_bytes(head: dict) -> bytes:
     return json.dumps(head, separators=(",", ":")).encode()
 
@@ -670,9 +643,7 @@ def _padded(text: bytes) -> bytes:
 
 
 def _raw(text: bytes, data: bytes, pad: bool = True) -> bytes:
-    if pad:
-        text = _padded(text)
-    return struct.pack("<Q", len(text)) + text + data
+    return surgery.join(text, data, pad=b" " if pad else b"")
 
 
 def _edit(head: dict, data: bytes, key: str, field: str, value: Any) -> bytes:
@@ -817,12 +788,9 @@ def _dup_keys(m: Maker) -> bytes:
 
 
 def _tensor_header(m: Maker, edit: Callable[[dict, str], Any]) -> bytes:
-    blob = m.blob
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    key = next(k for k in header if k != "__metadata__")
-    edit(header, key)
-    return raw_file(header, blob[8 + n:])
+    header, data = surgery.split(m.blob)
+    edit(header, next(k for k in header if k != "__metadata__"))
+    return raw_file(header, data)
 
 
 def _overlap(header: dict, _: str) -> None:

@@ -11,7 +11,6 @@ the contract declares (refused at load).
 from __future__ import annotations
 
 import functools
-import io
 from typing import Any, Callable
 
 import torch
@@ -19,6 +18,7 @@ import torch
 import safetrace as st
 from tests.serialize import hostile
 from tests.serialize.hostile_audit import _chain, _l
+from tests.serialize import surgery
 
 A = "torch.ops.aten."
 MISMATCH = r"^InputMismatchError: .*would fail: it needs"
@@ -91,9 +91,7 @@ def _saved(kind: str) -> bytes:
         ep = st.export(IntModel(), (torch.randn(8, 2), 3),
                        dynamic_shapes={"x": {0: st.Dim("m", min=1, max=32)},
                                        "k": st.Dim("k", min=1, max=8)})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return buf.getvalue()
+    return surgery.saved(ep)
 
 
 def _edit(kind: str, change: Callable[[dict], None]) -> bytes:

@@ -9,27 +9,14 @@ and runs untouched (the ``control_*`` cases).
 from __future__ import annotations
 
 import functools
-import io
 import json
-import struct
 from typing import Any, Callable
 
-import safetensors.torch
 import torch
 
 import safetrace as st
-
-KEY = "safetrace.program"
-
-
-def parts(blob: bytes) -> tuple[dict, dict]:
-    (n,) = struct.unpack("<Q", blob[:8])
-    doc = json.loads(json.loads(blob[8:8 + n])["__metadata__"][KEY])
-    return doc, safetensors.torch.load(blob)
-
-
-def pack(doc: dict, tensors: dict) -> bytes:
-    return safetensors.torch.save(tensors, metadata={KEY: json.dumps(doc)})
+from tests.serialize import surgery
+from tests.serialize.surgery import KEY, pack, parts  # noqa: F401 - (tests import them here)
 
 
 def without_values(blob: bytes) -> bytes:
@@ -79,9 +66,7 @@ KINDS = ("outer", "bincount", "one_hot", "item", "repeat_interleave", "reduce")
 def base(kind: str) -> bytes:
     ep = st.export(Consts(kind), (torch.randn(3),),
                    dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return buf.getvalue()
+    return surgery.saved(ep)
 
 
 def replaced(blob: bytes, values: dict[str, torch.Tensor],
@@ -146,9 +131,7 @@ class Loop(torch.nn.Module):
 @functools.lru_cache(maxsize=None)
 def loop_base() -> bytes:
     ep = st.export(Loop(), (torch.randn(4, 16),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return buf.getvalue()
+    return surgery.saved(ep)
 
 
 def stuck_loop() -> bytes:
@@ -175,9 +158,7 @@ class Counter(torch.nn.Module):
 @functools.lru_cache(maxsize=None)
 def counter_base() -> bytes:
     ep = st.export(Counter(), (torch.randn(3),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return buf.getvalue()
+    return surgery.saved(ep)
 
 
 def counter_hostile() -> bytes:
@@ -193,9 +174,7 @@ class OneCond(torch.nn.Module):
 @functools.lru_cache(maxsize=None)
 def cond_base() -> bytes:
     ep = st.export(OneCond(), (torch.randn(4),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return buf.getvalue()
+    return surgery.saved(ep)
 
 
 def many_conds(n: int = 2000) -> bytes:
@@ -268,9 +247,7 @@ INPUT_KINDS = ("outer", "expand", "cond_outer", "cond_constant", "loop_constant"
 def inputs_base(kind: str) -> bytes:
     ep = st.export(FromInputs(kind), (torch.randn(4),),
                    dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return buf.getvalue()
+    return surgery.saved(ep)
 
 
 def _widen(doc: dict, hi: Any, lo: int | None = None) -> None:
@@ -320,7 +297,5 @@ class Abs(torch.nn.Module):
 @functools.lru_cache(maxsize=4)
 def saved_abs(*shape: int) -> bytes:
     """The saved program of ``x.abs()`` at ``shape``: one call for a test to replace."""
-    buf = io.BytesIO()
-    st.save(st.export(Abs(), (torch.randn(*shape),)), buf)
-    return buf.getvalue()
+    return surgery.saved(st.export(Abs(), (torch.randn(*shape),)))
 

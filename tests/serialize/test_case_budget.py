@@ -13,6 +13,7 @@ import torch
 import safetrace as st
 from safetrace import Dim
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 
 class _Tails(torch.nn.Module):
@@ -27,9 +28,7 @@ class _Tails(torch.nn.Module):
 def _clamped(k: int) -> bytes:
     """``k`` slices ``y[n-2:-1]`` (at most one row) and their products, each recorded as
     ``min(length, 2)``: the same size as the loader's ``length``, proved case by case."""
-    buf = io.BytesIO()
-    st.save(st.export(_Tails(k), (torch.randn(1),), dynamic_shapes=({0: Dim.AUTO},)), buf)
-    doc, tensors = hostile.parts(buf.getvalue())
+    doc, tensors = hostile.parts(surgery.saved(st.export(_Tails(k), (torch.randn(1),), dynamic_shapes=({0: Dim.AUTO},))))
     for n in doc["nodes"]:
         shape = n["meta"].get("val", {}).get("tensor", {}).get("shape") \
             if n["op"] == "call_function" else None
@@ -96,4 +95,4 @@ def test_a_size_recorded_past_what_the_engine_reasons_on_is_refused():
         if n["name"] == "mul":
             n["meta"]["val"]["tensor"]["shape"][0] = huge
     with pytest.raises(st.LoadError, match="node 'mul'"):
-        st.load(hostile.pack(doc, tensors))
+        surgery.load(doc, tensors)

@@ -13,7 +13,6 @@ kept the lie), in the main graph and in ``torch.cond`` branches.  The exporter w
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
@@ -21,6 +20,7 @@ import torch
 
 import safetrace as st
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 
 class _Head(torch.nn.Module):
@@ -49,9 +49,7 @@ class _Branches(torch.nn.Module):
 def _saved(model: torch.nn.Module) -> bytes:
     ep = st.export(model, (torch.tensor([1, 1]),),
                    dynamic_shapes={"x": {0: st.Dim("b", max=64)}})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return buf.getvalue()
+    return surgery.saved(ep)
 
 
 def _lying(model: torch.nn.Module) -> bytes:
@@ -108,7 +106,7 @@ def test_branch_count_recorded_as_a_number_is_checked_at_call():
         if n["name"] in ("slice_1", "mul"):
             assert n["meta"]["val"]["tensor"]["shape"][0] == ["min", "u0", 5]
             n["meta"]["val"]["tensor"]["shape"][0] = 5
-    mod = st.load(hostile.pack(doc, tensors)).module()
+    mod = surgery.load(doc, tensors).module()
     for x in (torch.tensor([5, 0]), torch.tensor([9, 1]), torch.tensor([2])):
         for g, w in zip(mod(x), m(x)):  # (the false branch at one element: as eager)
             torch.testing.assert_close(g, w)
@@ -153,9 +151,9 @@ def test_a_number_recorded_for_clamped_rows_is_checked_at_call(record, query):
         node.update(target="torch.ops.aten.sym_size.int", args=[{"node": "slice_1"}, 0])
     if query and record != "u0":  # (the loader's min(u0, 5) is never u0 + 1: refuted)
         with pytest.raises(st.LoadError, match="records its value as u0 \\+ 1"):
-            st.load(hostile.pack(doc, tensors))
+            surgery.load(doc, tensors)
         return
-    mod = st.load(hostile.pack(doc, tensors)).module()
+    mod = surgery.load(doc, tensors).module()
     if record == "u0":
         holds = [torch.tensor([1, 1]), torch.tensor([0]), torch.tensor([5]), torch.tensor([3])]
         lies = [torch.tensor([7]), torch.tensor([40, 1])]

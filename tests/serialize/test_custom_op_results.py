@@ -16,6 +16,7 @@ import torch
 
 import safetrace as st
 from tests.serialize.hostile_static import pack, parts
+from tests.serialize import surgery
 
 
 @torch.library.custom_op("sth25::twice_rows", mutates_args=())
@@ -117,15 +118,14 @@ def test_a_size_after_a_custom_ops_number_is_checked_as_recorded():
     from tests.export import test_data_dependent as dd
 
     args = (torch.tensor([1.0, 0.0, 2.0, 0.0, 3.0, 0.0]), torch.randn(6))
-    buf = io.BytesIO()
-    st.save(st.export(dd.CustomSlice(), args), buf)
-    doc, tensors = parts(buf.getvalue())
-    honest = st.load(io.BytesIO(buf.getvalue()), allow_ops=["sttest"]).module()
+    blob = surgery.saved(st.export(dd.CustomSlice(), args))
+    doc, tensors = parts(blob)
+    honest = st.load(io.BytesIO(blob), allow_ops=["sttest"]).module()
     torch.testing.assert_close(honest(*args), dd.CustomSlice()(*args))
     for node in doc["nodes"]:
         if node["name"].startswith("slice"):
             node["meta"]["val"]["tensor"]["shape"] = [1000]
-    lying = st.load(io.BytesIO(pack(doc, tensors)), allow_ops=["sttest"]).module()
+    lying = surgery.load(doc, tensors, allow_ops=["sttest"]).module()
     with pytest.raises(st.RuntimeAssertionError, match=r"== 1000 \(\w+ is dim 0 of what "
                                                        r"'slice_1' \(aten.slice.Tensor\)"):
         lying(*args)
@@ -198,7 +198,7 @@ def test_a_size_a_custom_ops_count_records_is_no_free_symbol_for_a_later_node():
     with pytest.raises(st.LoadError, match=rf"node {node['name']!r}: the file records its "
                                            r"value as float32\[u0\], but the graph computes "
                                            r"float32\[3\]"):
-        st.load(io.BytesIO(pack(doc, tensors)), allow_ops=["sttest"])
+        surgery.load(doc, tensors, allow_ops=["sttest"])
 
 
 @pytest.mark.parametrize("dims", [[2], [0, -3], [-(1 << 63)]])

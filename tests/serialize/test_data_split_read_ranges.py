@@ -6,7 +6,6 @@ assertion (session 33's finding: ``u0`` written ``lo = 2``, the general side's).
 
 from __future__ import annotations
 
-import io
 
 import pytest
 import torch
@@ -14,6 +13,7 @@ import torch
 import safetrace as st
 from safetrace import Dim
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 
 class _FirstTwoKept(torch.nn.Module):
@@ -29,9 +29,7 @@ def _export() -> st.ExportedProgram:
 
 
 def _saved(ep: st.ExportedProgram) -> bytes:
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return buf.getvalue()
+    return surgery.saved(ep)
 
 
 def _inputs() -> list:

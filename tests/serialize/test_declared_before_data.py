@@ -20,6 +20,7 @@ import torch
 
 import safetrace as st
 from safetrace.serialize import destination, lease, tensorfile
+from tests.serialize import surgery
 
 _BIG = 1 << 28  # float32 elements: 1 GiB
 
@@ -34,9 +35,7 @@ class _Buf(torch.nn.Module):
 
 
 def _program() -> tuple[dict, dict]:
-    buf = io.BytesIO()
-    st.save(st.export(_Buf(), (torch.randn(3, 4),)), buf)
-    raw = buf.getvalue()
+    raw = surgery.saved(st.export(_Buf(), (torch.randn(3, 4),)))
     (n,) = struct.unpack("<Q", raw[:8])
     head = json.loads(raw[8:8 + n])
     return head.pop("__metadata__"), head

@@ -10,7 +10,6 @@ as the user's own ``torch._check``, which the contract keeps as the same conditi
 
 from __future__ import annotations
 
-import io
 
 import pytest
 import torch
@@ -18,6 +17,7 @@ import torch
 import safetrace as st
 from safetrace import Dim
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 _EMPTY = [(0, 0, 0), (1, 0, 1), (0, 1, 1), (16, 0, 5), (3, 4, 0), (1, 1, 0)]
 _DYN = Dim.DYNAMIC(max=16)
@@ -44,9 +44,7 @@ def _exported(m: torch.nn.Module) -> st.ExportedProgram:
 
 
 def _saved(ep: st.ExportedProgram) -> bytes:
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return buf.getvalue()
+    return surgery.saved(ep)
 
 
 @pytest.mark.parametrize("cls", [_ItemOfCount, _NonzeroRows])
@@ -105,7 +103,7 @@ def test_a_count_of_an_empty_tensor_recorded_as_one_is_refused(cls, node, val):
     assert n["meta"]["val"] != val
     n["meta"]["val"] = val
     with pytest.raises(st.LoadError, match="records its value as"):
-        st.load(hostile.pack(doc, tensors))
+        surgery.load(doc, tensors)
 
 
 class _CountInARelationSplit(torch.nn.Module):

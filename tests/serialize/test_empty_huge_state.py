@@ -11,13 +11,13 @@ the load's memory checks.
 
 from __future__ import annotations
 
-import io
 
 import pytest
 import torch
 
 import safetrace as st
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 
 class _Count(torch.nn.Module):
@@ -39,9 +39,7 @@ class _Reduce(torch.nn.Module):
 
 
 def _with_state(model: torch.nn.Module, name: str, shape: list, dtype: torch.dtype) -> bytes:
-    buf = io.BytesIO()
-    st.save(st.export(model, (torch.randn(3),)), buf)
-    doc, tensors = hostile.parts(buf.getvalue())
+    doc, tensors = hostile.parts(surgery.saved(st.export(model, (torch.randn(3),))))
     tensors[f"state:{name}"] = torch.zeros(shape, dtype=dtype)
     next(s for s in doc["state"] if s["name"] == name)["shape"] = shape
     target = next(s["name"] for s in doc["inputs"] if s["target"] == name)

@@ -4,7 +4,6 @@ refused."""
 
 from __future__ import annotations
 
-import io
 import math
 
 import pytest
@@ -13,12 +12,11 @@ import torch
 import safetrace as st
 from safetrace import Dim
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 
 def _recorded(ep: st.ExportedProgram, name: str, size: object) -> bytes:
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    doc, tensors = hostile.parts(buf.getvalue())
+    doc, tensors = hostile.parts(surgery.saved(ep))
     for n in doc["nodes"]:
         if n["name"] == name:
             n["meta"]["val"]["tensor"]["shape"][0] = size

@@ -12,12 +12,11 @@ import pytest
 import torch
 
 import safetrace as st
+from tests.serialize import surgery
 
 
 def _data() -> bytes:
-    buf = io.BytesIO()
-    st.save(st.export(torch.nn.Linear(300, 200), (torch.randn(2, 300),)), buf)
-    return buf.getvalue()
+    return surgery.saved(st.export(torch.nn.Linear(300, 200), (torch.randn(2, 300),)))
 
 
 DATA = _data()

@@ -12,13 +12,13 @@ the file declares for it are checked at call; elsewhere the file is refused at l
 
 from __future__ import annotations
 
-import io
 
 import pytest
 import torch
 
 import safetrace as st
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 
 class _Rows(torch.nn.Module):
@@ -30,9 +30,7 @@ class _Rows(torch.nn.Module):
 def _file(edit) -> bytes:
     ep = st.export(_Rows(), (torch.randn(4, 3),),
                    dynamic_shapes={"x": {0: st.Dim("n", max=32)}})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    doc, tensors = hostile.parts(buf.getvalue())
+    doc, tensors = hostile.parts(surgery.saved(ep))
     nodes = {n["name"]: n for n in doc["nodes"]}
     assert nodes["nonzero"]["meta"]["val"]["tensor"]["shape"][0] == "u0"
     edit(nodes, doc)

@@ -13,12 +13,11 @@ import torch
 import safetrace as st
 from safetrace import Dim
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 
 def _reloaded(ep: st.ExportedProgram) -> st.ExportedProgram:
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return st.load(buf.getvalue())
+    return st.load(surgery.saved(ep))
 
 
 class _ProductPredicate(torch.nn.Module):
@@ -295,9 +294,7 @@ def test_a_predicate_of_python_min_max_of_sizes_is_read():
 
 def _recorded_as(ep: st.ExportedProgram, shape: list, *names: str) -> bytes:
     """``ep``'s file with the nodes ``names`` (of any graph) recorded as ``shape``."""
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    doc, tensors = hostile.parts(buf.getvalue())
+    doc, tensors = hostile.parts(surgery.saved(ep))
     for graph in [doc, *doc["subgraphs"]]:
         for n in graph["nodes"]:
             if n["name"] in names:
@@ -423,12 +420,11 @@ def test_a_count_a_later_check_pins_is_recorded_as_that_number_and_loads():
     which the loader's evaluation of the node, before the check, cannot tell."""
     m = _OneNonzero()
     ep = st.export(m, (torch.tensor([0.0, 1.0, 0.0]),), dynamic_shapes=({0: Dim("n")},))
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    doc, _ = hostile.parts(buf.getvalue())
+    blob = surgery.saved(ep)
+    doc, _ = hostile.parts(blob)
     nonzero = next(n for n in doc["nodes"] if n["name"] == "nonzero")
     assert nonzero["meta"]["val"]["tensor"]["shape"] == [1, 1]
-    loaded = st.load(buf.getvalue()).module()
+    loaded = st.load(blob).module()
     for x in (torch.tensor([0.0, 2.0]), torch.tensor([3.0]), torch.tensor([0, 0, 0, 1.0])):
         torch.testing.assert_close(loaded(x), m(x))
     with pytest.raises(st.RuntimeAssertionError, match="u0 == 1"):
@@ -677,4 +673,4 @@ def test_that_count_declared_without_the_constant_is_refused():
     (u,) = [s for s in doc["symbols"] if s["name"].startswith("u")]
     u["lo"], u["hi"] = 2, 5
     with pytest.raises(st.LoadError, match="_unique2"):
-        st.load(hostile.pack(doc, tensors))
+        surgery.load(doc, tensors)

@@ -19,12 +19,11 @@ import safetrace as st
 from safetrace.serialize import register_callable
 from tests.serialize.hostile import pack, parts
 from tests.serialize.programs import CASES
+from tests.serialize import surgery
 
 
 def _blob(name: str = "scenario_8") -> bytes:
-    buf = io.BytesIO()
-    st.save(CASES[name]().export(), buf)
-    return buf.getvalue()
+    return surgery.saved(CASES[name]().export())
 
 
 def _load_error(blob: bytes, match: str | None = None, **kw) -> str:

@@ -19,6 +19,7 @@ import torch
 
 import safetrace as st
 from tests.serialize.hostile_static import pack, parts
+from tests.serialize import surgery
 
 
 class Grows(torch.nn.Module):
@@ -34,9 +35,7 @@ class Grows(torch.nn.Module):
 
 @functools.lru_cache(maxsize=1)
 def _saved() -> bytes:
-    buf = io.BytesIO()
-    st.save(st.export(Grows(), (torch.randn(3),)), buf)
-    return buf.getvalue()
+    return surgery.saved(st.export(Grows(), (torch.randn(3),)))
 
 
 def _tied(read: str, written: str) -> bytes:

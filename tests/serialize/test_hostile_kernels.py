@@ -18,18 +18,14 @@ import torch
 
 import safetrace as st
 from safetrace.errors import LoadError
-from tests.serialize.hostile_static import pack, parts, saved_abs
+from tests.serialize import surgery
+from tests.serialize.hostile_static import parts, saved_abs
 
 
 def _file(nodes: list) -> bytes:
     """The saved program of ``Abs`` with its one call replaced by ``nodes`` (the last is
     the output)."""
-    doc, tensors = parts(saved_abs(3, 4))
-    kept = [n for n in doc["nodes"] if n["op"] != "call_function"]
-    out = kept.pop()
-    out["args"] = [{"tuple": [{"node": nodes[-1]["name"]}]}]
-    doc["nodes"] = kept + nodes + [out]
-    return pack(doc, tensors)
+    return surgery.calls_replaced(saved_abs(3, 4), *nodes)
 
 
 def _call(name: str, target: str, *args) -> dict:
@@ -89,5 +85,5 @@ def test_undeclared_symbols_are_named_five_at_most():
     node["meta"]["val"]["tensor"]["shape"] = [["add", *names], 4]
     with pytest.raises(LoadError, match=r"undeclared symbol\(s\) 's100', 's1000', "
                                         r"'s1001', 's1002', 's1003' and 2995 more") as info:
-        st.load(io.BytesIO(pack(doc, tensors)))
+        surgery.load(doc, tensors)
     assert len(str(info.value)) < 300

@@ -23,6 +23,7 @@ import torch
 
 import safetrace as st
 from tests.serialize.hostile_static import pack, parts
+from tests.serialize import surgery
 
 
 class Add(torch.nn.Module):
@@ -32,15 +33,13 @@ class Add(torch.nn.Module):
 
 @functools.lru_cache(maxsize=1)
 def _saved() -> bytes:
-    buf = io.BytesIO()
-    st.save(st.export(Add(), (torch.randn(3), torch.randn(3))), buf)
-    return buf.getvalue()
+    return surgery.saved(st.export(Add(), (torch.randn(3), torch.randn(3))))
 
 
 def _named(second: str) -> st.ExportedProgram:
     doc, tensors = parts(_saved())
     doc["contract"]["inputs"][1]["path"] = second
-    return st.load(io.BytesIO(pack(doc, tensors)))
+    return surgery.load(doc, tensors)
 
 
 @pytest.mark.parametrize("second", ["\uff58", "\uff53\uff45\uff4c\uff46", "\uff3fst_forward"],
@@ -70,9 +69,7 @@ class Buffered(torch.nn.Module):
 
 @functools.lru_cache(maxsize=1)
 def _buffered() -> bytes:
-    buf = io.BytesIO()
-    st.save(st.export(Buffered(), (torch.randn(4),)), buf)
-    return buf.getvalue()
+    return surgery.saved(st.export(Buffered(), (torch.randn(4),)))
 
 
 def _renamed(old: str, new: str) -> bytes:

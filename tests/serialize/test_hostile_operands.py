@@ -16,16 +16,12 @@ import pytest
 import torch
 
 import safetrace as st
-from tests.serialize.hostile_static import pack, parts, saved_abs
+from tests.serialize.hostile_static import parts, saved_abs
+from tests.serialize import surgery
 
 
 def _file(*nodes: dict) -> bytes:
-    doc, tensors = parts(saved_abs(4))
-    kept = [n for n in doc["nodes"] if n["op"] != "call_function"]
-    out = kept.pop()
-    out["args"] = [{"tuple": [{"node": nodes[-1]["name"]}]}]
-    doc["nodes"] = kept + list(nodes) + [out]
-    return pack(doc, tensors)
+    return surgery.calls_replaced(saved_abs(4), *nodes)
 
 
 def _call(name: str, target: str, *args) -> dict:
@@ -71,9 +67,7 @@ def test_a_view_of_a_tensor_with_gaps_is_refused_and_a_copy_runs():
 
 def test_the_checks_are_not_saved():
     ep = st.load(io.BytesIO(_strided(2, 0, False)))
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    doc, _ = parts(buf.getvalue())
+    doc, _ = parts(surgery.saved(ep))
     assert [n["name"] for n in doc["nodes"] if n["op"] == "call_function"] == ["v", "y"]
 
 

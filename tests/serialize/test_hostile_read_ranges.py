@@ -15,6 +15,7 @@ import torch
 
 import safetrace as st
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 
 class Sized(torch.nn.Module):
@@ -27,9 +28,7 @@ class Sized(torch.nn.Module):
 
 
 def _file(lo: int, hi: int) -> bytes:
-    buf = io.BytesIO()
-    st.save(st.export(Sized(), (torch.randn(3),)), buf)
-    doc, tensors = hostile.parts(buf.getvalue())
+    doc, tensors = hostile.parts(surgery.saved(st.export(Sized(), (torch.randn(3),))))
     (u,) = [s for s in doc["symbols"] if s["name"].startswith("u")]
     u["lo"], u["hi"] = lo, hi
     return hostile.pack(doc, tensors)
@@ -65,7 +64,7 @@ def test_a_contract_bound_outside_the_files_bounds_is_refused(bound):
     doc["contract"]["symbols"][0]["lo" if bound < 0 else "hi"] = bound
     with pytest.raises(st.LoadError, match=r"contract.symbols\[0\].(lo|hi): expected an "
                                            r"integer bound"):
-        st.load(hostile.pack(doc, tensors))
+        surgery.load(doc, tensors)
 
 
 class Counted(torch.nn.Module):
@@ -92,9 +91,7 @@ class Written(torch.nn.Module):
 def _pinned(ep: st.ExportedProgram, value: int) -> bytes:
     """``ep``'s file with its first size read from data declared ``[value, value]`` (in
     the symbols and in the contract, as hostile_probe's ``ranges:both``)."""
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    doc, tensors = hostile.parts(buf.getvalue())
+    doc, tensors = hostile.parts(surgery.saved(ep))
     for table in (doc["symbols"], doc["contract"]["symbols"]):
         u = next(s for s in table if s["name"] == "u0")
         u["lo"] = u["hi"] = value

@@ -19,6 +19,7 @@ import torch
 import safetrace as st
 from tests.serialize import hostile
 from tests.serialize.hostile_contracts import _saved
+from tests.serialize import surgery
 
 A = "torch.ops.aten."
 
@@ -193,8 +194,7 @@ def test_a_kernel_on_a_size_read_from_data_is_checked_before_it():
 def test_a_loaded_program_saved_again_keeps_one_check():
     """The checks the loader put in a graph are saved with it; a load of that file drops
     them and puts its own (a file's check is never the loader's word)."""
-    import io
-
+    
     from safetrace.trace.asserts import assert_sym
 
     def checks(ep: object) -> int:
@@ -203,9 +203,7 @@ def test_a_loaded_program_saved_again_keeps_one_check():
                    for n in g.nodes)
 
     ep = st.load(_file("cond", _branch_needs))
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    again = st.load(buf.getvalue())
+    again = st.load(surgery.saved(ep))
     assert checks(ep) == checks(again) == 1
     with pytest.raises(st.RuntimeAssertionError, match=OWN):
         again.module()(torch.ones(6, 3))

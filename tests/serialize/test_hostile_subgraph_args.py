@@ -9,7 +9,6 @@ main graph) called ``view(x, 2)`` loaded and then ran into torch's own error.
 
 from __future__ import annotations
 
-import io
 
 import pytest
 import torch
@@ -17,6 +16,7 @@ import torch
 import safetrace as st
 from tests.serialize import hostile
 from tests.serialize.hostile_contracts import _saved
+from tests.serialize import surgery
 
 A = "torch.ops.aten."
 
@@ -120,7 +120,7 @@ def test_a_loop_condition_given_the_wrong_kind_is_refused_at_load():
     phs = [n["name"] for n in cond if n.get("op") == "placeholder"]
     node["target"], node["args"] = A + "full.default", [{"node": phs[-1]}, 1]
     with pytest.raises(st.LoadError, match=r"fails at every call .* given a tensor"):
-        st.load(hostile.pack(doc, tensors))
+        surgery.load(doc, tensors)
 
 
 # -- torch.cond's branches agree (serialize/never_runs.py: branches) ----------------------
@@ -162,9 +162,7 @@ def test_a_cond_whose_file_value_is_not_the_worked_out_branchs_is_refused():
     where the metadata said float32)."""
     ep = st.export(TwoOutputs(), (torch.randn(4, 3), torch.randn(2)),
                    dynamic_shapes={"x": {0: st.Dim("n", max=32)}, "p": None})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    doc, tensors = hostile.parts(buf.getvalue())
+    doc, tensors = hostile.parts(surgery.saved(ep))
     true, false = (next(g["nodes"] for g in doc["subgraphs"] if g["path"] == name)
                    for name in ("true_graph_0", "false_graph_0"))
     out = next(n for n in true if n.get("op") == "output")
@@ -173,7 +171,7 @@ def test_a_cond_whose_file_value_is_not_the_worked_out_branchs_is_refused():
     select["args"][0] = {"node": "sym_size_int"}
     with pytest.raises(st.LoadError, match=r"node 'cond'.*records its value as "
                                            r"\(float32\[s0\], int64\[s0\]\)"):
-        st.load(hostile.pack(doc, tensors))
+        surgery.load(doc, tensors)
 
 
 def test_a_scan_over_a_tensor_of_no_dims_is_refused_at_load():
@@ -187,7 +185,7 @@ def test_a_scan_over_a_tensor_of_no_dims_is_refused_at_load():
     hop["args"][2] = {"list": [{"node": "s"}]}
     with pytest.raises(st.LoadError, match=r"scan fails at every call .* its xs include a "
                                            r"number or a tensor of 0 dims"):
-        st.load(hostile.pack(doc, tensors))
+        surgery.load(doc, tensors)
 
 
 # -- a while_loop body returns its carried kinds (serialize/subgraphs.py: _same_kinds) ----
@@ -211,13 +209,10 @@ def test_a_loop_body_returning_other_kinds_is_refused_at_load():
     # (the loader now gives a cond whose branches return other sizes the exporter's new
     # size read from data, branch_facts.merged: it knows what the body returns, and refuses
     # the swap at load; before, it failed as ours at call: "carried value 0 as [] int64")
-    import io
-
+    
     ep = st.export(_LoopOfCond(), (torch.randn(4),),
                    dynamic_shapes={"x": {0: st.Dim("n", min=0, max=32)}})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    doc, tensors = hostile.parts(buf.getvalue())
+    doc, tensors = hostile.parts(surgery.saved(ep))
     false = next(g for g in doc["subgraphs"] if g["path"].endswith("false_graph_0"))["nodes"]
     node = next(n for n in false if n.get("op") == "call_function")
     # (a size read from data in one branch: the loader cannot compare it with the other's)
@@ -230,4 +225,4 @@ def test_a_loop_body_returning_other_kinds_is_refused_at_load():
     body["nodes"][-1]["args"][0]["tuple"].reverse()
     with pytest.raises(st.LoadError, match=r"body returns \[u\d+\] torch.float32 for "
                                            r"carried value 0 of \[\] torch.int64"):
-        st.load(hostile.pack(doc, tensors))
+        surgery.load(doc, tensors)

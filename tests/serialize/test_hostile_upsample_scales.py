@@ -22,6 +22,7 @@ import torch.nn.functional as F
 import safetrace as st
 from safetrace.errors import InputMismatchError, RuntimeAssertionError
 from tests.serialize.hostile_static import pack, parts
+from tests.serialize import surgery
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -34,9 +35,7 @@ class Up(torch.nn.Module):
 def _saved(dtype: torch.dtype, dynamic: bool = False) -> bytes:
     x = torch.arange(105).reshape(1, 3, 5, 7).to(dtype)
     shapes = {"x": {0: st.Dim("n", max=8)}} if dynamic else None
-    buf = io.BytesIO()
-    st.save(st.export(Up(), (x,), dynamic_shapes=shapes), buf)
-    return buf.getvalue()
+    return surgery.saved(st.export(Up(), (x,), dynamic_shapes=shapes))
 
 
 def _edited(dtype: torch.dtype, target: str, size: list, scales: list) -> bytes:

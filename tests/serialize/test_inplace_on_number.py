@@ -9,13 +9,13 @@ torch wraps the number in a 0-d temporary and writes the result there.
 
 from __future__ import annotations
 
-import io
 
 import pytest
 import torch
 
 import safetrace as st
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 
 class _Scale(torch.nn.Module):
@@ -30,9 +30,7 @@ class _Scale(torch.nn.Module):
 
 def _file(edit=None) -> bytes:
     ep = st.export(_Scale(), (torch.randn(3, 4),), dynamic_shapes={"x": {0: st.Dim("n", max=8)}})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    doc, tensors = hostile.parts(buf.getvalue())
+    doc, tensors = hostile.parts(surgery.saved(ep))
     node = next(n for n in doc["nodes"] if n.get("target") == "torch.ops.aten.mul_.Tensor")
     if edit is not None:
         edit(node)

@@ -13,15 +13,15 @@ read refuses the file.  Here the budget is spent at once (``ANALYSIS_NODES = 0``
 
 from __future__ import annotations
 
-import io
 
 import pytest
 import torch
 
 import safetrace as st
 from safetrace.serialize import memory
-from tests.serialize.hostile_static import pack, parts
+from tests.serialize.hostile_static import parts
 from tests.serialize.test_recorded_at_call import Branch, _branch, _edit
+from tests.serialize import surgery
 
 
 class Dyn(torch.nn.Module):
@@ -40,14 +40,12 @@ def no_time(monkeypatch):
 
 
 def _saved(model, allow=()) -> tuple[dict, dict]:
-    buf = io.BytesIO()
-    st.save(st.export(model, (torch.randn(6, 4),),
-                      dynamic_shapes={"x": (st.Dim("n", min=0, max=64), None)}), buf)
-    return parts(buf.getvalue())
+    return parts(surgery.saved(st.export(model, (torch.randn(6, 4),),
+                      dynamic_shapes={"x": (st.Dim("n", min=0, max=64), None)})))
 
 
 def _load(doc, tensors):
-    return st.load(io.BytesIO(pack(doc, tensors)), allow_ops=["sth25"]).module()
+    return surgery.load(doc, tensors, allow_ops=["sth25"]).module()
 
 
 def _name(doc, prefix):
@@ -159,10 +157,8 @@ class _Wide(torch.nn.Module):
 
 
 def _wide(rank: int) -> tuple[dict, dict]:
-    buf = io.BytesIO()
-    st.save(st.export(_Wide(), (torch.randn(*[2] * rank),),
-                      dynamic_shapes={"x": {d: st.Dim.DYNAMIC for d in range(rank)}}), buf)
-    return parts(buf.getvalue())
+    return parts(surgery.saved(st.export(_Wide(), (torch.randn(*[2] * rank),),
+                      dynamic_shapes={"x": {d: st.Dim.DYNAMIC for d in range(rank)}})))
 
 
 def test_a_node_of_many_symbolic_sizes_costs_more_of_the_analysis(monkeypatch):

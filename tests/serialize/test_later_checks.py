@@ -5,7 +5,6 @@ contract's conditions; where they do not make them so, the size is checked at ca
 
 from __future__ import annotations
 
-import io
 
 import pytest
 import torch
@@ -14,12 +13,11 @@ import torch.nn.functional as F
 import safetrace as st
 from safetrace import Dim
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 
 def _saved(ep: st.ExportedProgram) -> bytes:
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return buf.getvalue()
+    return surgery.saved(ep)
 
 
 class _PooledColumn(torch.nn.Module):
@@ -72,7 +70,7 @@ def test_a_count_a_later_check_pins_loads():
     doc, tensors = _pinned()
     assert [n["meta"]["val"]["tensor"]["shape"] for n in doc["nodes"]
             if n["name"] in ("nonzero", "mul")] == [[1, 1], [1, 1]]
-    loaded = st.load(hostile.pack(doc, tensors)).module()
+    loaded = surgery.load(doc, tensors).module()
     torch.testing.assert_close(loaded(torch.tensor([0.0, 3.0])), torch.tensor([[2]]))
     with pytest.raises(st.RuntimeAssertionError, match="u0 == 1"):
         loaded(torch.tensor([1.0, 1.0]))
@@ -119,7 +117,7 @@ def test_a_count_a_later_check_pins_in_a_branch_loads():
     """In a branch, the branch's own assertions (and its predicate) prove it, at the end of
     its evaluation."""
     doc, tensors = _branch_pinned()
-    loaded = st.load(hostile.pack(doc, tensors)).module()
+    loaded = surgery.load(doc, tensors).module()
     for x in (torch.tensor([0.0, 0.0, 3.0]), torch.tensor([2.0])):
         torch.testing.assert_close(loaded(x), _PinnedInABranch()(x))
     with pytest.raises(st.RuntimeAssertionError, match="u0 == 1"):

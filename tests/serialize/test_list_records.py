@@ -15,8 +15,9 @@ import pytest
 import torch
 
 import safetrace as st
-from tests.serialize.hostile_static import pack, parts
+from tests.serialize.hostile_static import parts
 from tests.serialize.test_recorded_at_call import Halves, _edit, _load, _saved, halves
+from tests.serialize import surgery
 
 
 class First(torch.nn.Module):
@@ -83,7 +84,7 @@ def test_an_element_nothing_takes_is_checked_at_call(field, value, error):
 
 def test_saved_again_the_checks_are_made_anew():
     doc, tensors = _first()
-    ep = st.load(io.BytesIO(pack(doc, tensors)), allow_ops=["sth26"])
+    ep = surgery.load(doc, tensors, allow_ops=["sth26"])
     buf = io.BytesIO()
     st.save(ep, buf)
     again = st.load(io.BytesIO(buf.getvalue()), allow_ops=["sth26"]).module()

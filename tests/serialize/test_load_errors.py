@@ -15,6 +15,7 @@ import torch
 
 import safetrace as st
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 KEY = hostile.KEY
 
@@ -37,9 +38,7 @@ def base():
 def cond_program():
     model = CondNet()
     ep = st.export(model, (torch.randn(3, 8),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    doc, tensors = hostile.parts(buf.getvalue())
+    doc, tensors = hostile.parts(surgery.saved(ep))
     return model, doc, tensors
 
 
@@ -58,7 +57,7 @@ def _runs(ep, model, sizes=(0, 1, 5)) -> None:
 def test_controls_load_and_run(base, cond_program):
     _runs(st.load(base.blob), _base_model(base))
     model, doc, tensors = cond_program
-    _runs(st.load(hostile.pack(doc, tensors)), model)
+    _runs(surgery.load(doc, tensors), model)
 
 
 def _base_model(m: hostile.Maker) -> torch.nn.Module:
@@ -128,7 +127,7 @@ def test_reserved_subgraph_names_are_refused(cond_program, name):
         if n["op"] == "get_attr" and n["target"] == "true_graph_0":
             n["target"] = name
     with pytest.raises(st.LoadError, match="reserved|name of the program's state"):
-        st.load(hostile.pack(doc, tensors))
+        surgery.load(doc, tensors)
 
 
 def _torch_save_zip() -> bytes:

@@ -24,18 +24,14 @@ from safetrace.rules import RULES
 from safetrace.rules.registry import FAMILY
 from safetrace.serialize.allowlist import DENIED, structural_refusal
 from safetrace.serialize.load_ops import OPS, TORCH_VERSION
-from tests.serialize.hostile_static import pack, parts, saved_abs
+from tests.serialize import surgery
+from tests.serialize.hostile_static import saved_abs
 
 
 def _file(*nodes: dict) -> bytes:
     """The saved program of ``Abs`` with its one call replaced by ``nodes`` (the last is
     the output)."""
-    doc, tensors = parts(saved_abs(3, 4))
-    kept = [n for n in doc["nodes"] if n["op"] != "call_function"]
-    out = kept.pop()
-    out["args"] = [{"tuple": [{"node": nodes[-1]["name"]}]}]
-    doc["nodes"] = kept + list(nodes) + [out]
-    return pack(doc, tensors)
+    return surgery.calls_replaced(saved_abs(3, 4), *nodes)
 
 
 def _call(target: str, *args, name: str = "y", **kwargs) -> dict:

@@ -11,7 +11,6 @@ load, or at call where the loader's bounds of ``s0`` do not settle it).
 
 from __future__ import annotations
 
-import io
 
 import pytest
 import torch
@@ -19,6 +18,7 @@ import torch
 import safetrace as st
 from tests.serialize.hostile import refused_at_load_or_call
 from tests.serialize.hostile_static import pack, parts
+from tests.serialize import surgery
 
 
 class Loop(torch.nn.Module):
@@ -28,10 +28,8 @@ class Loop(torch.nn.Module):
 
 
 def _saved() -> tuple[dict, dict]:
-    buf = io.BytesIO()
-    st.save(st.export(Loop(), (torch.randn(6, 4),),
-                      dynamic_shapes={"x": (st.Dim("n", min=0, max=64), None)}), buf)
-    return parts(buf.getvalue())
+    return parts(surgery.saved(st.export(Loop(), (torch.randn(6, 4),),
+                      dynamic_shapes={"x": (st.Dim("n", min=0, max=64), None)})))
 
 
 def _body(doc: dict, lo: int, hi: int | None, sin) -> None:
@@ -45,7 +43,7 @@ def _body(doc: dict, lo: int, hi: int | None, sin) -> None:
 
 
 def _load(doc: dict, tensors: dict):
-    return st.load(io.BytesIO(pack(doc, tensors)))
+    return surgery.load(doc, tensors)
 
 
 def _eager(x):

@@ -13,6 +13,7 @@ import torch
 
 import safetrace as st
 from tests.serialize.hostile_static import Loop, loop_base, pack, parts, stuck_loop
+from tests.serialize import surgery
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 64])
@@ -101,10 +102,8 @@ def _bounded(blob: bytes, bound: int) -> bytes:
 def _nested(bound: int | None = None) -> bytes:
     """The program of ``Nested``, each loop's bound (3) set to ``bound`` in the file."""
     if bound is None:
-        buf = io.BytesIO()
-        st.save(st.export(Nested(), (torch.randn(2, 4),),
-                          dynamic_shapes={"x": {0: st.Dim("n", max=64)}}), buf)
-        return buf.getvalue()
+        return surgery.saved(st.export(Nested(), (torch.randn(2, 4),),
+                          dynamic_shapes={"x": {0: st.Dim("n", max=64)}}))
     return _bounded(_nested(), bound)
 
 
@@ -144,10 +143,8 @@ class LoopPerRow(torch.nn.Module):
 @functools.lru_cache(maxsize=None)
 def _per_row(bound: int | None = None) -> bytes:
     if bound is None:
-        buf = io.BytesIO()
-        st.save(st.export(LoopPerRow(), (torch.randn(4, 4),),
-                          dynamic_shapes={"x": {0: st.Dim("n", min=1, max=64)}}), buf)
-        return buf.getvalue()
+        return surgery.saved(st.export(LoopPerRow(), (torch.randn(4, 4),),
+                          dynamic_shapes={"x": {0: st.Dim("n", min=1, max=64)}}))
     return _bounded(_per_row(), bound)
 
 

@@ -10,13 +10,13 @@ undeclared symbol(s) 'u4'" (fuzz seed 3406).
 
 from __future__ import annotations
 
-import io
 
 import pytest
 import torch
 
 import safetrace as st
 from safetrace import Dim
+from tests.serialize import surgery
 
 
 class NestedSplits(torch.nn.Module):
@@ -37,9 +37,7 @@ def _export() -> st.ExportedProgram:
 
 
 def _reloaded(ep: st.ExportedProgram) -> st.ExportedProgram:
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return st.load(buf.getvalue())
+    return st.load(surgery.saved(ep))
 
 
 def _same(got, want) -> None:

@@ -16,6 +16,7 @@ import torch
 
 import safetrace as st
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 
 class LinBN(torch.nn.Module):
@@ -58,9 +59,7 @@ def _saved(model: torch.nn.Module, dynamic: bool = True) -> tuple[dict, dict]:
     ds = {"x": {0: st.Dim("n", max=64)}} if dynamic else None
     ep = st.export(model, (torch.randn(4, 16) if dynamic else torch.randn(16),),
                    dynamic_shapes=ds)
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return hostile.parts(buf.getvalue())
+    return hostile.parts(surgery.saved(ep))
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +173,7 @@ def _input(ep) -> torch.Tensor:
 def test_controls_load_and_run(linbn):
     model = LinBN().eval()
     doc, tensors = _saved(model)
-    mod = st.load(hostile.pack(doc, tensors)).module()
+    mod = surgery.load(doc, tensors).module()
     for n in (0, 1, 7):
         x = torch.randn(n, 16)
         torch.testing.assert_close(mod(x), model(x))
@@ -182,7 +181,7 @@ def test_controls_load_and_run(linbn):
         mod(torch.randn(65, 16))
     for model in (CondNet(), Loop()):
         doc, tensors = _saved(model, dynamic=isinstance(model, CondNet))
-        mod = st.load(hostile.pack(doc, tensors)).module()
+        mod = surgery.load(doc, tensors).module()
         x = torch.randn(3, 16) if isinstance(model, CondNet) else torch.randn(16)
         torch.testing.assert_close(mod(x), model.eval()(x))
         torch.testing.assert_close(mod(-x.abs()), model(-x.abs()))
@@ -231,7 +230,7 @@ def test_state_writes_are_the_programs_and_never_the_callers(cases, name):
 
 def test_graph_only_file_never_writes_the_callers_weights(cases):
     doc, tensors = cases["batch_norm_computed_training"]
-    ep = st.load(hostile.pack(doc, tensors))
+    ep = surgery.load(doc, tensors)
     buf = io.BytesIO()
     st.save(ep, buf, weights=False)
     mine = {k: v.clone() for k, v in ep.state_dict.items()}
@@ -249,7 +248,7 @@ def test_graph_only_file_never_writes_the_callers_weights(cases):
 def test_ownership_is_exact_for_plain_programs():
     """Nothing is copied when nothing is written: weights stay shared (no memory cost)."""
     doc, tensors = _saved(LinBN())
-    ep = st.load(hostile.pack(doc, tensors))
+    ep = surgery.load(doc, tensors)
     mod = ep.module()
     assert mod.fc.weight.data_ptr() == ep.state_dict["fc.weight"].data_ptr()
     class Inplace(torch.nn.Module):
@@ -265,7 +264,7 @@ def test_ownership_is_exact_for_plain_programs():
 
 def test_deepcopy_copies_the_written_constants(cases):
     doc, tensors = cases["constant_add_"]
-    ep = st.load(hostile.pack(doc, tensors))
+    ep = surgery.load(doc, tensors)
     x = _input(ep)
     mod = ep.module()
     mod(x)
@@ -276,7 +275,7 @@ def test_deepcopy_copies_the_written_constants(cases):
     third = copy.deepcopy(mod)
     torch.testing.assert_close(third(x), mod(x))  # `mod` did not see twin's writes
     # the program's state is where `mod`'s three calls left it (the twins' are their own)
-    reference = st.load(hostile.pack(doc, tensors)).module()
+    reference = surgery.load(doc, tensors).module()
     for _ in range(3):
         reference(x)
     torch.testing.assert_close(ep.module()(x), reference(x))

@@ -17,6 +17,7 @@ import safetrace as st
 from tests.serialize.hostile_static import pack, parts
 from tests.serialize.hostile import refused_at_load_or_call
 from tests.serialize.test_custom_op_results import twice_rows
+from tests.serialize import surgery
 
 
 @torch.library.custom_op("sth26::halves", mutates_args=())
@@ -51,9 +52,7 @@ DYN = {"x": (st.Dim("n", min=0, max=64), None)}
 
 
 def _saved(model: torch.nn.Module) -> tuple[dict, dict]:
-    buf = io.BytesIO()
-    st.save(st.export(model, (torch.randn(6, 4),), dynamic_shapes=DYN), buf)
-    return parts(buf.getvalue())
+    return parts(surgery.saved(st.export(model, (torch.randn(6, 4),), dynamic_shapes=DYN)))
 
 
 def _edit(doc: dict, name: str, field: str, value, element: int | None = None) -> None:
@@ -66,7 +65,7 @@ def _edit(doc: dict, name: str, field: str, value, element: int | None = None) -
 
 
 def _load(doc: dict, tensors: dict):
-    return st.load(io.BytesIO(pack(doc, tensors)), allow_ops=["sth25", "sth26"]).module()
+    return surgery.load(doc, tensors, allow_ops=["sth25", "sth26"]).module()
 
 
 def test_a_branchs_recorded_sizes_are_checked_where_the_branch_runs():
@@ -134,7 +133,7 @@ class TwoSites(torch.nn.Module):
 
 def test_a_shared_subgraphs_record_is_checked_at_each_call_site():
     doc, tensors = _saved(TwoSites())
-    ep = st.load(io.BytesIO(pack(doc, tensors)), allow_ops=["sth25"])
+    ep = surgery.load(doc, tensors, allow_ops=["sth25"])
     assert len({id(s.graph) for s in ep.graph.st_submodules.values()}) == 2
     honest = ep.module()
     for n in (0, 1, 5):

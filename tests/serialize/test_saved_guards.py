@@ -10,13 +10,13 @@ load's check took ``abs`` of that tensor, which the saved file's loader refused.
 
 from __future__ import annotations
 
-import io
 
 import torch
 
 import safetrace as st
 from safetrace.serialize.allocations import is_guard
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 
 class ReadSize(torch.nn.Module):
@@ -30,9 +30,7 @@ class Branches(torch.nn.Module):
 
 
 def _bytes(ep: st.ExportedProgram) -> bytes:
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return buf.getvalue()
+    return surgery.saved(ep)
 
 
 def _guards(ep: st.ExportedProgram) -> int:
@@ -60,7 +58,7 @@ def test_a_branch_giving_full_a_tensor_for_its_size_saves_and_loads_again():
     (mul,) = [node for g in doc["subgraphs"] for node in g["nodes"]
               if node.get("target") == "torch.ops.aten.mul.Tensor"]
     mul["target"] = "torch.ops.aten.full.default"
-    ep = st.load(hostile.pack(doc, tensors))
+    ep = surgery.load(doc, tensors)
     again = st.load(_bytes(ep))
     for program in (ep, again):
         x = -torch.ones(3, 3)

@@ -19,6 +19,7 @@ import torch
 
 import safetrace as st
 from safetrace import Dim
+from tests.serialize import surgery
 
 
 def _root_then_split(x):
@@ -28,9 +29,7 @@ def _root_then_split(x):
 
 def _saved() -> bytes:
     ep = st.export(_root_then_split, (torch.randn(6),), dynamic_shapes=({0: Dim("d0", max=6)},))
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return buf.getvalue()
+    return surgery.saved(ep)
 
 
 def test_a_size_query_of_one_side_is_not_the_other_sides_value():

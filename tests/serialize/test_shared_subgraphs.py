@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import io
 
 import pytest
 import torch
 
 import safetrace as st
+from tests.serialize import surgery
 
 N = 50
 
@@ -29,9 +29,7 @@ class Different(torch.nn.Module):
 
 def _roundtrip(model: torch.nn.Module) -> st.ExportedProgram:
     ep = st.export(model, (torch.randn(4),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return st.load(buf.getvalue())
+    return st.load(surgery.saved(ep))
 
 
 def _graphs(ep: st.ExportedProgram) -> set:

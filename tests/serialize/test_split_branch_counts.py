@@ -6,7 +6,6 @@ file (fuzz seed 3406)."""
 
 from __future__ import annotations
 
-import io
 
 import pytest
 import torch
@@ -14,12 +13,11 @@ import torch.nn.functional as F
 
 import safetrace as st
 from safetrace import Dim
+from tests.serialize import surgery
 
 
 def _reloaded(ep: st.ExportedProgram) -> st.ExportedProgram:
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return st.load(buf.getvalue())
+    return st.load(surgery.saved(ep))
 
 
 def _y(a: int, b: int, c: int) -> torch.Tensor:

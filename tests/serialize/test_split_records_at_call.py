@@ -12,7 +12,6 @@ the file.  A lying record is refused at load or at the first call where it shows
 
 from __future__ import annotations
 
-import io
 
 import pytest
 import torch
@@ -21,6 +20,7 @@ import safetrace as st
 from safetrace import Dim
 from safetrace.serialize import as_recorded
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 
 class _CountOverARelation(torch.nn.Module):
@@ -87,9 +87,7 @@ def _args(shapes, make):
 
 
 def _saved(ep) -> bytes:
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return buf.getvalue()
+    return surgery.saved(ep)
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow)

@@ -13,7 +13,6 @@ refused at load too.)
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
@@ -21,6 +20,7 @@ import torch
 
 import safetrace as st
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 
 class _Add(torch.nn.Module):
@@ -37,9 +37,7 @@ def _file(op: str, args: list, shape: list, out: list, then: str = "add") -> byt
     """``_Add``'s program with ``op`` applied in place to the buffer first (its value
     ``shape``), the node ``then`` reading what it returns, and the nodes after it
     recorded as ``out`` (what its first call computes)."""
-    buf = io.BytesIO()
-    st.save(st.export(_Add(), (torch.randn(4, 1),)), buf)
-    doc, tensors = hostile.parts(buf.getvalue())
+    doc, tensors = hostile.parts(surgery.saved(st.export(_Add(), (torch.randn(4, 1),))))
     at = next(i for i, n in enumerate(doc["nodes"]) if n["op"] != "placeholder")
     doc["nodes"].insert(at, {"name": "evil", "op": "call_function", "target": op,
                              "args": [{"node": "b_w"}, *args], "meta": {"val": {"tensor": {
@@ -110,11 +108,10 @@ def test_a_branch_transposing_what_it_is_given_is_refused():
     """The true branch's ``w.t()`` written ``w.t_()``: the buffer itself (the cond's
     operand) transposed at each call; its second call returned ``[4, 4]``."""
     m = _Branches()
-    buf = io.BytesIO()
-    st.save(st.export(m, (torch.randn(4, 1),)), buf)
-    doc, tensors = hostile.parts(buf.getvalue())
+    blob = surgery.saved(st.export(m, (torch.randn(4, 1),)))
+    doc, tensors = hostile.parts(blob)
     x = torch.randn(4, 1)
-    mod = st.load(buf.getvalue()).module()  # (as exported: runs as eager, every call)
+    mod = st.load(blob).module()  # (as exported: runs as eager, every call)
     for _ in range(2):
         torch.testing.assert_close(mod(x), m(x))
     text = json.dumps(doc).replace("torch.ops.aten.t.default", "torch.ops.aten.t_.default", 1)

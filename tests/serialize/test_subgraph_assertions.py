@@ -6,13 +6,13 @@ one value is ambiguous")."""
 
 from __future__ import annotations
 
-import io
 
 import pytest
 import torch
 
 import safetrace as st
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 
 class _Checked(torch.nn.Module):
@@ -29,9 +29,7 @@ class _Checked(torch.nn.Module):
 def _saved() -> bytes:
     ep = st.export(_Checked(), (torch.randn(5, 3), torch.tensor(1)),
                    dynamic_shapes={"x": {0: st.Dim("n", min=1, max=16)}, "pos": None})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return buf.getvalue()
+    return surgery.saved(ep)
 
 
 def test_saved_branch_assertions_load_and_check():
@@ -51,4 +49,4 @@ def test_branch_assertion_given_a_tensor_is_refused():
     check["args"][0] = {"node": "x"}
     with pytest.raises(st.LoadError, match=rf"node '{check['name']}': safetrace.assert_sym "
                                            r"computes with numbers .* given a tensor"):
-        st.load(hostile.pack(doc, tensors))
+        surgery.load(doc, tensors)

@@ -7,13 +7,13 @@ The writer ties only tensors of one storage, offset, shape and strides: one orde
 from __future__ import annotations
 
 import copy
-import io
 
 import pytest
 import torch
 
 import safetrace as st
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 
 class _Counter(torch.nn.Module):
@@ -29,9 +29,7 @@ class _Counter(torch.nn.Module):
 def _tied(order_a, order_b) -> bytes:
     """The saved program with a second buffer ``b`` tied to ``a`` (``aliases``), which the
     graph reads where it read ``a`` after writing it."""
-    buf = io.BytesIO()
-    st.save(st.export(_Counter(), (torch.randn(3, 4),)), buf)
-    doc, tensors = hostile.parts(buf.getvalue())
+    doc, tensors = hostile.parts(surgery.saved(st.export(_Counter(), (torch.randn(3, 4),))))
     a = doc["state"][0]
     b = dict(a, name="b")
     for entry, order in ((a, order_a), (b, order_b)):

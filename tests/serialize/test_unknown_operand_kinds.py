@@ -9,13 +9,13 @@ value of type 'bool' for argument 'keepdim' but instead found type 'Tensor'".
 
 from __future__ import annotations
 
-import io
 
 import pytest
 import torch
 
 import safetrace as st
 from tests.serialize import hostile
+from tests.serialize import surgery
 
 
 @torch.library.custom_op("sttest::halves30", mutates_args=())
@@ -55,13 +55,11 @@ _DYN = {"x": (st.Dim("h", min=0, max=32), None)}
 
 
 def _parts(m: torch.nn.Module) -> tuple[dict, dict]:
-    buf = io.BytesIO()
-    st.save(st.export(m, (torch.randn(6, 3),), dynamic_shapes=_DYN), buf)
-    return hostile.parts(buf.getvalue())
+    return hostile.parts(surgery.saved(st.export(m, (torch.randn(6, 3),), dynamic_shapes=_DYN)))
 
 
 def _load(doc: dict, tensors: dict) -> st.ExportedProgram:
-    return st.load(hostile.pack(doc, tensors), allow_ops=["sttest"])
+    return surgery.load(doc, tensors, allow_ops=["sttest"])
 
 
 def test_the_custom_ops_results_where_their_kinds_are_taken_load_and_run():

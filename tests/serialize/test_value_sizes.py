@@ -17,6 +17,7 @@ import safetrace as st
 from safetrace.serialize import requirements, value_sizes, work
 from tests.serialize.hostile_static import pack, parts, without_values
 from tests.serialize.hostile import refused_at_load_or_call
+from tests.serialize import surgery
 
 
 class ValueSized(torch.nn.Module):
@@ -53,9 +54,7 @@ KINDS = ("bincount", "repeat_interleave", "repeat_self", "nonzero", "masked_sele
 def _blob(kind: str) -> bytes:
     ep = st.export(ValueSized(kind), (torch.tensor([1, 2, 3]),),
                    dynamic_shapes={"x": {0: st.Dim("n", min=1, max=64)}})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    return buf.getvalue()
+    return surgery.saved(ep)
 
 
 def _inflated(blob: bytes) -> bytes:
@@ -98,9 +97,7 @@ def test_value_sized_kernels_are_refused_before_allocating_over_the_budget(kind)
 
 def test_guards_are_written_once_through_save_and_load():
     loaded = st.load(_blob("bincount"))
-    buf = io.BytesIO()
-    st.save(loaded, buf)
-    again = st.load(buf.getvalue())
+    again = st.load(surgery.saved(loaded))
     count = [sum(1 for n in g.nodes if n.target is value_sizes.check)
              for g in (loaded.graph, again.graph)]
     assert count == [1, 1]
@@ -117,10 +114,10 @@ def test_a_file_cannot_use_the_check_to_read_anything_but_graph_values():
              "meta": {"val": None}}
     nodes.insert(at, check)
     with pytest.raises(st.LoadError, match="value_size_check on"):
-        st.load(pack(doc, tensors))
+        surgery.load(doc, tensors)
     check["args"] = ["open", "bincount", 10, {"node": "mul"}]
     with pytest.raises(st.LoadError, match="value_size_check needs a kind"):
-        st.load(pack(doc, tensors))
+        surgery.load(doc, tensors)
 
 
 _CHILD = r"""
@@ -180,7 +177,7 @@ def test_a_files_own_check_with_a_limit_of_its_choosing_is_replaced():
                       "target": "safetrace.value_size_check",
                       "args": ["bincount", "bincount", 10**18, mul, None, None],
                       "meta": {"val": None}})
-    loaded = st.load(pack(doc, tensors), budgets={"max_alloc_numel": 1024})
+    loaded = surgery.load(doc, tensors, budgets={"max_alloc_numel": 1024})
     limits = [n.args[2] for n in loaded.graph.nodes if n.target is value_sizes.check]
     assert limits == [16384]
     with pytest.raises(st.RuntimeAssertionError, match="over the budget of 16384 bytes"):
@@ -209,9 +206,7 @@ def test_sizes_read_by_item_are_checked_whatever_the_metadata_claims(kind, lie):
     the allocation."""
     ep = st.export(FromItem(kind), (torch.tensor([1, 2]),),
                    dynamic_shapes={"x": (st.Dim("k"),)})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    blob = buf.getvalue()
+    blob = surgery.saved(ep)
     if lie:
         doc, tensors = parts(blob)
         for node in doc["nodes"]:
@@ -233,9 +228,7 @@ def test_a_loaded_program_saves_without_the_loaders_checks():
     """What st.save writes of a loaded program is the program (each load adds its own
     checks with its own budget): the file names no callable an older loader lacks."""
     loaded = st.load(_blob("bincount"))
-    buf = io.BytesIO()
-    st.save(loaded, buf)
-    doc, _ = parts(buf.getvalue())
+    doc, _ = parts(surgery.saved(loaded))
     assert not [n for n in doc["nodes"] if "value_size" in str(n.get("target"))]
     assert doc == parts(_blob("bincount"))[0]
 

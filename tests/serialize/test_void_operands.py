@@ -17,7 +17,8 @@ import pytest
 import torch
 
 import safetrace as st
-from tests.serialize.hostile_static import pack, parts
+from tests.serialize.hostile_static import parts
+from tests.serialize import surgery
 
 
 class Checked(torch.nn.Module):
@@ -54,4 +55,4 @@ def test_a_kernel_taking_a_checks_result_is_refused():
     add["args"][0] = {"node": check}
     with pytest.raises(st.LoadError, match=f"takes the result of node '{check}', which "
                                            "returns nothing"):
-        st.load(io.BytesIO(pack(doc, tensors)))
+        surgery.load(doc, tensors)

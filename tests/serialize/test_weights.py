@@ -11,6 +11,7 @@ from safetensors.torch import load_file, save_file
 
 import safetrace as st
 from tests.models import MLP
+from tests.serialize import surgery
 
 
 def _check(ep, model, sizes=(4, 0, 1, 7)):
@@ -207,9 +208,7 @@ def test_a_loaded_program_runs_on_its_own_weights_without_another_copy():
     do, and nothing is copied again; a caller's state_dict given as weights= is copied."""
     model = Big()
     ep = st.export(model, (torch.tensor([0, 5]),), dynamic_shapes={"idx": {0: st.Dim("k")}})
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    loaded = st.load(buf.getvalue())
+    loaded = st.load(surgery.saved(ep))
     before = {k: v.data_ptr() for k, v in loaded._state.items()}
     mod = loaded.module()
     mod(torch.tensor([1, 2]))

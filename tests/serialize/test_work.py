@@ -15,6 +15,7 @@ import torch
 import safetrace as st
 from safetrace.serialize import work
 from tests.serialize.hostile_static import parts
+from tests.serialize import surgery
 
 
 def _loaded(model, example, dims, budgets=None):
@@ -197,9 +198,8 @@ def test_a_node_that_fails_at_every_call_is_refused_at_load(op, index):
     """A kernel of the program's own state whose operands eager refuses (an index at the
     int64 edge) would raise torch's IndexError at every call: refused at load instead."""
     ep = st.export(Fixed(), (torch.randn(8),), dynamic_shapes=None)
-    buf = io.BytesIO()
-    st.save(ep, buf)
-    doc, tensors = parts(buf.getvalue())
+    blob = surgery.saved(ep)
+    doc, tensors = parts(blob)
     node = next(n for n in doc["nodes"] if n.get("target", "").endswith("select.int"))
     if op == "narrow":
         node["target"] = "torch.ops.aten.narrow.default"
@@ -207,9 +207,9 @@ def test_a_node_that_fails_at_every_call_is_refused_at_load(op, index):
     else:
         node["args"][2] = index
     from tests.serialize.hostile_static import pack
-    st.load(buf.getvalue()).module()(torch.randn(8))  # (the control)
+    st.load(blob).module()(torch.randn(8))  # (the control)
     with pytest.raises(st.LoadError, match=r"node 'select'.*fails at every call"):
-        st.load(pack(doc, tensors))
+        surgery.load(doc, tensors)
 
 
 class HeavyLoop(torch.nn.Module):
@@ -240,7 +240,7 @@ def test_a_loops_work_is_its_iterations_times_its_body():
                and n["args"][1] == 1)
     add["args"][1] = 0
     from tests.serialize.hostile_static import pack
-    stuck = st.load(pack(doc, tensors), budgets=budget).module()
+    stuck = surgery.load(doc, tensors, budgets=budget).module()
     t = time.process_time()
     # (2**24 elements of the sum, a few more, and the iteration's own cost: 2**14)
     with pytest.raises(st.RuntimeAssertionError, match=r"while_loop.*16793\d\d\d elements an "
