@@ -162,7 +162,8 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
                                  (max_splits, deferred, preserve_module_call_signature)))
             return split_auto_small(first, lambda named, start=None: (
                 checked_below_two(functools.partial(every, named=named, start=start),
-                                  deferred)), seen[0])
+                                  deferred)), seen[0], functools.partial(
+                                      _admits, args=args, kwargs=kwargs))
 
         ep = whole()
         # (self.n += 1 in forward: the graph must not read it)
@@ -171,6 +172,17 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
         # (sizes its run-time checks refuse: input checks; an index check before the
         # first state write)
         return check_indices_first(bound_by_checks(ep))
+
+
+def _admits(ep: ExportedProgram, args: tuple, kwargs: dict) -> bool:
+    """Whether `ep`'s input checks accept the example it was exported from (a re-export of
+    Dim.AUTO / DYNAMIC dims traced at other sizes may keep the other answer of a branch as
+    a check: ``x.view_as(y) if x.numel() == y.numel() else ...``)."""
+    try:
+        ep.check_inputs(args, kwargs)
+    except E.InputMismatchError:
+        return False
+    return True
 
 
 def _user_origin() -> str:

@@ -110,13 +110,15 @@ def auto_budget(named: dict[str, Dim] | None) -> int:
 
 
 def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], ExportedProgram],
-                     seen: Any = None) -> ExportedProgram:
+                     seen: Any = None, admits: Callable[[ExportedProgram], bool] | None = None
+                     ) -> ExportedProgram:
     """`ep`, or the export again (``export_named({input dim: Dim})``) with each Dim.AUTO dim
     whose range or run-time condition leaves out a size below 2 eager computes at traced as
     a named Dim; where that export fails or still leaves out the Dim's lowest size (``x[0]``
     at 0 under ``if x.shape[0] > 1:``: a side eager raises on), again from one size up,
     while that is below `ep`'s range.  That program where it refuses fewer of those sizes
-    than `ep` (each Dim at 0 or 1, the other dims as in the example); else `ep`.
+    than `ep` (each Dim at 0 or 1, the other dims as in the example) and, given `admits`,
+    accepts the export's own example (``admits(program)``); else `ep`.
     (`seen`: an ``auto_seen.Seen``: where an earlier export in the same state returned
     its first program, `ep` again with that export's refusals; where it returned the
     export with some Dims, that export alone, with nothing else looked at.)"""
@@ -148,7 +150,8 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
         out, dims = _climb(ep, named, tops, export_named, refusals)
         # (the refusal its split started from, if any: a warm export splits at once)
         start = out.__dict__.pop("split_start", None) if out is not None else None
-        if out is not None and _fewer(out, ep, named, examples):
+        if out is not None and _fewer(out, ep, named, examples) and (
+                admits is None or admits(out)):
             best = out
             if seen is not None:
                 seen.put(ep, ("named", dims, start))

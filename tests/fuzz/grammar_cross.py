@@ -21,6 +21,9 @@ for integer arithmetic on sizes, which the other grammars write little (session 
               ``narrow`` to length 0, matmul over an empty inner dim
   condsize    ``torch.cond`` on predicates over two inputs' sizes, with both inputs as
               operands; branches returning sizes-dependent shapes refused as eager's do not
+  crosspieces pieces and slices of one input sized by another's size, counted or broadcast
+              against it (``len(x.split(y.shape[0], 1))``, ``a[:n] + b[:m]``, strided
+              slices whose length a branch compares to another input's)
   inputwrites writes of the inputs themselves (the engine compares them after each call):
               in-place ops, slice and view assignments, ``t_()``, ``x.data = v`` on an
               input (refused: the caller's tensor would share new memory) and on a clone
@@ -231,5 +234,34 @@ def inputwrites(rng, env, v):
     ])
 
 
+def crosspieces(rng, env, v):
+    """Pieces and slices of one input sized by another's size, then broadcast or counted
+    (session 36: a split's point side where eager raises at the other Dims' examples,
+    ``x.split(x.shape[0], 1)`` at 0; a slice bounded by a size against that size; strided
+    slices whose length a branch compares)."""
+    a, b = _two(rng, env)
+    if a is None:
+        return None
+    t = env[a]
+    d = rng.randrange(t.ndim)
+    s, _ = _bsize(rng, env, b)
+    ad = f"{a}.shape[{d}]"
+    return rng.choice([
+        f"{v} = torch.full((len({a}.split({s}, {d})),), 1.0) + {a}.sum()",
+        f"{v} = torch.full((len({a}.split(max({s}, 1), {d})),), 2.0)",
+        f"{v} = torch.ones(len({a}.tensor_split(max({s}, 1), {d})))",
+        f"{v} = {a}.flatten()[:{s}] + {b}.flatten()[:{a}.shape[0]].float()",
+        f"{v} = ({a}.flatten()[:{s}] > 0) == ({b}.flatten()[:{ad}] > 0)",
+        f"{v} = {a}.flatten()[:{s}] * {b}.flatten()[:1].float()",
+        f"{v} = {a}.narrow({d}, 0, min({s}, {ad})) + "
+        f"{a}.narrow({d}, {ad} - min({s}, {ad}), min({s}, {ad}))",
+        f"{v} = {a}[:max({a}.shape[0] - {s}, 0)] + {a}[{s}:]",
+        f"{v} = {a}[::max({s} // 2, 1)]\n{v} = {v} * 2 if len({v}) == len({b}) else {v} - 1",
+        f"{v} = {a}[:{s}] + {a}[:{s}].flip(0)",
+        f"{v} = {a}.movedim({d}, 0)[:{s}] + {a}.movedim({d}, 0)[:{s}].cumsum(0)",
+        f"{v} = {a}.expand(*[max(n, 2) for n in {a}.shape]) if {s} == 1 else {a} * 2",
+    ])
+
+
 CROSS_KINDS = {f.__name__: f for f in (crossview, sizearith, masks, sizeloops, empties,
-                                       condsize, inputwrites)}
+                                       condsize, inputwrites, crosspieces)}

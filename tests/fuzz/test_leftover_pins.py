@@ -123,3 +123,36 @@ def _strided(x, y):
 ])
 def test_fuzz_3571_sizes_eager_computes_are_not_refused(f, example, spec, good, bad, tmp_path):
     test_a_small_size_eager_computes_is_not_refused(f, example, spec, good, bad, tmp_path)
+
+
+# fuzz seed 3605 (`--kinds crosspieces,crossview,sizearith,masks`): the re-export of the
+# Dim.DYNAMIC width at 0 (auto_small.py) traced its side from 1 at another size, where
+# `x.numel() == y.numel()` is false, and kept that answer as a check: the program refused
+# its own example (and every input taking `view_as`). A re-export that refuses the example
+# is not taken.
+def _viewed(inp):
+    x = inp["x"]
+    y, _ = inp["rest"]
+    v0 = x.view_as(y) if x.numel() == y.numel() else x.flatten()
+    return v0, x[x.shape[-1] << 1 % max(x.shape[0], 1):]
+
+
+def _inp(a, b):
+    return {"x": torch.randn(*a), "rest": [torch.randn(*b), torch.randn(())]}
+
+
+def test_a_program_accepts_its_own_example(tmp_path):
+    spec = ({"x": {0: Dim.DYNAMIC}, "rest": [{0: Dim("d0", min=5), 1: Dim.DYNAMIC}, None]},)
+    ep = st.export(_viewed, (_inp((5,), (5, 1)),), dynamic_shapes=spec)
+    st.save(ep, tmp_path / "p.pt2")
+    progs = [ep.module(), st.load(tmp_path / "p.pt2").module()]
+    for a, b in [((5,), (5, 1)), ((6,), (6, 1)), ((10,), (5, 2)), ((7,), (7, 1))]:
+        inp = _inp(a, b)
+        for prog in progs:
+            for g, w in zip(prog(inp), _viewed(inp), strict=True):
+                torch.testing.assert_close(g, w)
+    for prog in progs:   # out of the space: d0 below its min, and another rank
+        with pytest.raises(st.InputMismatchError):
+            prog(_inp((4,), (4, 1)))
+        with pytest.raises(st.InputMismatchError):
+            prog(_inp((5, 1), (5, 1)))
