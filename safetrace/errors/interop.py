@@ -177,3 +177,19 @@ def retrace_specializes(node: str, op: str, where: str, tool: str) -> Conversion
         f"eager's)",
         fix="split by explicit sizes, as tensor_split does (for 2 sections: `k = (n + 1) "
             "// 2; a, b = x.split([k, n - k], dim)` with n = x.shape[dim]); or " + _RUN_OURS)
+
+
+def cond_not_retraceable(node: str, where: str, splits: str, tool: str,
+                         dim_fix: str) -> ConversionError:
+    """A deploy tool would retrace a cond whose value ``ep.to_torch()`` made from
+    safetrace's shapes (torch's cond cannot run its branches at each other's sizes): it
+    would stop inside torch's cond with torch's internal error."""
+    made = f" (safetrace's {splits})" if splits else ""
+    return ConversionError(
+        f"node {node} (cond){where}{made}: torch's cond cannot run its branches at each "
+        f"other's sizes and merge their outputs (a size that is, or may be, 0 on one "
+        f"side), so ep.to_torch() made its value from safetrace's shapes; {tool} retraces "
+        f"the program through torch's cond, which would stop there (ep.module() and "
+        f"ep.to_torch().module() compute eager's)",
+        fix=f"declare the split Dim's range to the side you deploy{dim_fix}, so the export "
+            f"traces one graph; or " + _RUN_OURS)

@@ -17,12 +17,13 @@ Such a program is refused rather than deployed with another result."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import torch
 
 from safetrace.errors import interop as EI
-from safetrace.interop.hops import functional_of, memory_of, reads_written
+from safetrace.interop.hops import FROM_OURS, functional_of, memory_of, reads_written
 from safetrace.interop.sections import dynamic_sections
 
 _SECTIONS = torch.ops.aten.tensor_split.sections
@@ -35,6 +36,8 @@ def refuse_for_retrace(tep: Any, tool: str) -> None:
             continue
         for node in module.graph.nodes:
             t = node.target
+            if node.op == "call_function" and FROM_OURS in node.meta:
+                raise _cond_refused(tep, node, tool)
             if node.op != "call_function" or not isinstance(t, torch._ops.OpOverload):
                 continue
             if t is _SECTIONS and dynamic_sections(node):
@@ -44,6 +47,24 @@ def refuse_for_retrace(tep: Any, tool: str) -> None:
                 continue
             if reads_written(node, memory_of(node.args[0])):
                 raise EI.aliased_write(node.name, str(t), _where(node), tool)
+
+
+def _cond_refused(tep: Any, node: torch.fx.Node, tool: str) -> Exception:
+    """The refusal of a cond whose value the conversion made from ours (`hops.hop_value`):
+    torch's cond, run again by `tool`'s retrace, would raise its internal error."""
+    where, splits = node.meta[FROM_OURS]
+    return EI.cond_not_retraceable(node.name, where, splits, tool, _dim_fix(splits))
+
+
+def _dim_fix(splits: str) -> str:
+    """`` (e.g. Dim('d0', min=2, max=8))`` for a split whose main side is ``2 <= d0 <= 8``
+    (``d0 >= 2``), else ''."""
+    m = re.search(r"size split on `(?:(\d+) <= )?(\w+)(?: <= (\d+)| >= (\d+))?`", splits)
+    if m is None or (m.group(1) is None and m.group(4) is None):
+        return ""
+    lo = m.group(1) or m.group(4)
+    hi = f", max={m.group(3)}" if m.group(3) else ""
+    return f" (e.g. Dim({m.group(2)!r}, min={lo}{hi}) for the split's side `{m.group(0)[15:-1]}`)"
 
 
 def _where(node: torch.fx.Node) -> str:
