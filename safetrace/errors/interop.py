@@ -193,3 +193,16 @@ def cond_not_retraceable(node: str, where: str, splits: str, tool: str,
         f"ep.to_torch().module() compute eager's)",
         fix=f"declare the split Dim's range to the side you deploy{dim_fix}, so the export "
             f"traces one graph; or " + _RUN_OURS)
+
+
+def folded_at_zero(node: str, where: str, dim: str, tool: str) -> ConversionError:
+    """A deploy tool's retrace would replace a size node by torch's symbolic value of it,
+    which torch simplified assuming sizes are positive: another value where `dim` is 0."""
+    return ConversionError(
+        f"node {node}{where} computes a size that torch's symbols, which assume every size "
+        f"is at least 1, simplify into another value at {dim} == 0 (`max(n, 1)` into "
+        f"`n`); {tool} retraces the program and would keep torch's value, so the deployed "
+        f"program would answer {dim} == 0 wrongly (ep.module() and ep.to_torch().module() "
+        f"compute eager's)",
+        fix=f"declare the Dim with min=1 where 0 never occurs (st.Dim(..., min=1) for {dim}), "
+            f"or " + _RUN_OURS)

@@ -7,6 +7,8 @@ functionalization and decompositions; the converted program runs as eager does, 
   (``v.index_add_(0, idx, v[:1].expand(2, n))``) is read, functionally, before the write,
   where eager reads it while writing: row 0 added to itself twice gives 9x in eager, 5x
   functional (``aliased_write``);
+* size arithmetic torch's positive symbols simplify into another value at a size of 0
+  (``max(n, 1)`` kept as ``n``: 0 elements where eager makes 1; ``folded_at_zero``);
 * ``tensor_split(x, k, dim)`` over a symbolic size decomposes by the example's remainder
   (``n % k == 0`` at an even example: every piece ``n // k`` long), a guard the retrace
   drops: at an odd size the first piece loses a row (``retrace_specializes``).  The
@@ -24,13 +26,18 @@ import torch
 
 from safetrace.errors import interop as EI
 from safetrace.interop.hops import FROM_OURS, functional_of, memory_of, reads_written
+from safetrace.interop.positivity import folded_at_zero
 from safetrace.interop.sections import dynamic_sections
 
 _SECTIONS = torch.ops.aten.tensor_split.sections
 
 
-def refuse_for_retrace(tep: Any, tool: str) -> None:
-    """Raise for the first such node in `tep`'s graphs (branches and loop bodies too)."""
+def refuse_for_retrace(tep: Any, tool: str, folds: bool = True) -> None:
+    """Raise for the first such node in `tep`'s graphs (branches and loop bodies too);
+    with `folds`, also for size arithmetic the retrace would fold wrongly at 0
+    (`refuse_folded`: st.to_onnx asks where it retraces)."""
+    if folds:
+        refuse_folded(tep, tool)
     for module in tep.graph_module.modules():
         if not isinstance(module, torch.fx.GraphModule):
             continue
@@ -47,6 +54,17 @@ def refuse_for_retrace(tep: Any, tool: str) -> None:
                 continue
             if reads_written(node, memory_of(node.args[0])):
                 raise EI.aliased_write(node.name, str(t), _where(node), tool)
+
+
+def refuse_folded(tep: Any, tool: str) -> None:
+    """Raise where the retrace would keep torch's value of a size node, simplified on
+    positive sizes, that differs at a size of 0 the program accepts
+    (``interop/positivity.py``)."""
+    folded = folded_at_zero(tep.graph)
+    if folded is not None:
+        node, symbol = folded
+        labels = tep.graph_module.meta.get("safetrace_dim_labels") or {}
+        raise EI.folded_at_zero(node.name, _where(node), labels.get(symbol, symbol), tool)
 
 
 def _cond_refused(tep: Any, node: torch.fx.Node, tool: str) -> Exception:

@@ -81,3 +81,43 @@ def test_aliased_write_refusal_gives_the_clone_fix_and_torch_retrace_is_function
         st.to_onnx(ep)
     assert "v[:1].clone().expand(" in info.value.fix and "AliasedIndexAdd" not in str(info.value)
     assert "test_retrace_refusals.py" in str(info.value)  # (the user's line)
+
+
+class MaxOne(torch.nn.Module):
+    def forward(self, x):
+        return x.new_ones(max(x.shape[0], 1)) * 2
+
+
+def test_size_folded_by_positive_symbols_refused_where_the_tool_retraces():
+    # torch's symbols are positive: max(n, 1) is n to them; the .pte and the AOTI package
+    # kept that value and returned 0 elements at n == 0 (eager: 1)
+    ep = st.export(MaxOne(), (torch.randn(4, 3),), dynamic_shapes=({0: Dim("n", max=64)},))
+    for tool in (st.to_executorch, st.to_aoti):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(st.errors.ConversionError) as info:
+                tool(ep)
+        assert "n == 0" in str(info.value) and "`return x.new_ones(max(" in str(info.value)
+        assert "min=1" in info.value.fix
+    ort = pytest.importorskip("onnxruntime")
+    program = st.to_onnx(ep)   # (its lean path keeps the node: eager's value at 0)
+    sess = ort.InferenceSession(program.model_proto.SerializeToString())
+    for n in (0, 1, 3):
+        got = sess.run(None, {sess.get_inputs()[0].name: torch.randn(n, 3).numpy()})[0]
+        assert got.shape == tuple(MaxOne()(torch.randn(n, 3)).shape), n
+
+
+def test_a_dim_from_one_is_not_refused_nor_a_condition_that_only_narrows():
+    ep = st.export(MaxOne(), (torch.randn(4, 3),),
+                   dynamic_shapes=({0: Dim("n", min=1, max=64)},))
+    st.to_executorch(ep)
+
+    class Chunked(torch.nn.Module):  # (`n == 0 or ...` folds to its other side: narrows)
+        def forward(self, x):
+            a = x.chunk(3, 0)
+            return a[0] * 2, a[1] + 1
+
+    ep = st.export(Chunked(), (torch.randn(4, 3),), dynamic_shapes=({0: Dim("n", max=64)},))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        st.to_executorch(ep)
