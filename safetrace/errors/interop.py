@@ -151,7 +151,8 @@ def decomposition_narrowed(extra: str) -> ConversionError:
             f"(ep.run_decompositions({{...}})), or {_RUN_OURS}")
 
 
-def aliased_write(node: str, op: str, where: str, tool: str) -> ConversionError:
+def aliased_write(node: str, op: str, where: str, tool: str,
+                  cloned: str | None = None) -> ConversionError:
     """A deploy tool retracing the converted program would functionalize an in-place write
     that reads the tensor it writes (an operand aliasing it): torch's functional form reads
     that operand before the write, eager while writing, and their results differ."""
@@ -161,9 +162,10 @@ def aliased_write(node: str, op: str, where: str, tool: str) -> ConversionError:
         f"writing, but {tool} retraces the program into functional operators, which read it "
         f"before the write, so the deployed program would compute another result "
         f"(ep.module() and ep.to_torch().module() compute eager's)",
-        fix="pass a copy of the operand (`v.index_add_(0, idx, v[:1].clone().expand(...))`), "
-            "which gives the functional result in eager too, or write into a new tensor "
-            "(`v = v.index_add(0, idx, v[:1].expand(...))`); or " + _RUN_OURS)
+        fix=(f"pass a copy of the operand: `{cloned}`" if cloned else
+             "pass a copy of the operand (`v.index_add_(0, idx, v[:1].clone().expand(...))`)")
+        + ", which gives the functional result in eager too, or write into a new tensor "
+          "(`v = v.index_add(0, idx, v[:1].expand(...))`); or " + _RUN_OURS)
 
 
 def retrace_specializes(node: str, op: str, where: str, tool: str) -> ConversionError:

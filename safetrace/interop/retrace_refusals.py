@@ -19,6 +19,7 @@ Such a program is refused rather than deployed with another result."""
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
@@ -53,7 +54,8 @@ def refuse_for_retrace(tep: Any, tool: str, folds: bool = True) -> None:
                     not node.args or not isinstance(node.args[0], torch.fx.Node):
                 continue
             if reads_written(node, memory_of(node.args[0])):
-                raise EI.aliased_write(node.name, str(t), _where(node), tool)
+                raise EI.aliased_write(node.name, str(t), _where(node), tool,
+                                       _cloned_line(node))
 
 
 def refuse_folded(tep: Any, tool: str) -> None:
@@ -83,6 +85,37 @@ def _dim_fix(splits: str) -> str:
     lo = m.group(1) or m.group(4)
     hi = f", max={m.group(3)}" if m.group(3) else ""
     return f" (e.g. Dim({m.group(2)!r}, min={lo}{hi}) for the split's side `{m.group(0)[15:-1]}`)"
+
+
+def _cloned_line(write: torch.fx.Node) -> str | None:
+    """The user's line of `write` with the operand that aliases the written tensor copied
+    (``v.index_add_(0, i, v[:1].expand(2, n))`` -> ``... v[:1].expand(2, n).clone())``), the
+    fix as code; None where the line's call cannot be matched to the operand."""
+    trace = (write.meta.get("stack_trace") or "").strip().splitlines()
+    if not trace:
+        return None
+    line = trace[-1].strip()
+    memory = memory_of(write.args[0])
+    aliased = [k for k, a in enumerate(write.args[1:], start=1)
+               if isinstance(a, torch.fx.Node) and memory_of(a) is memory]
+    name = write.target._schema.name.split("::")[-1]
+    try:
+        tree = ast.parse(line)
+    except SyntaxError:
+        return None
+    calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and
+             isinstance(c.func, ast.Attribute) and c.func.attr == name]
+    if len(calls) != 1 or len(aliased) != 1:
+        return None
+    k = aliased[0] - 1  # (the method's receiver is argument 0)
+    if k >= len(calls[0].args):
+        return None
+    operand = ast.get_source_segment(line, calls[0].args[k])
+    if operand is None:
+        return None
+    arg = calls[0].args[k]
+    start, end = arg.col_offset, arg.end_col_offset
+    return f"{line[:start]}{operand}.clone(){line[end:]}"
 
 
 def _where(node: torch.fx.Node) -> str:

@@ -79,8 +79,20 @@ def test_aliased_write_refusal_gives_the_clone_fix_and_torch_retrace_is_function
     assert torch.equal(decomposed.module()(x)[0], torch.full((5,), 3.0))
     with pytest.raises(st.errors.ConversionError) as info:
         st.to_onnx(ep)
-    assert "v[:1].clone().expand(" in info.value.fix and "AliasedIndexAdd" not in str(info.value)
     assert "test_retrace_refusals.py" in str(info.value)  # (the user's line)
+    # the fix is the user's line with the aliasing operand copied: pasted, it deploys
+    pasted = "v.index_add_(0, torch.tensor([0, 0]), v[:1].expand(2, *v.shape[1:]).clone())"
+    assert f"`{pasted}`" in info.value.fix
+
+    class Pasted(torch.nn.Module):
+        def forward(self, y):
+            v = y.clone()
+            v.index_add_(0, torch.tensor([0, 0]), v[:1].expand(2, *v.shape[1:]).clone())
+            return v
+
+    fixed = st.export(Pasted(), (torch.ones(2, 3),), dynamic_shapes=({1: Dim("n")},))
+    assert st.to_onnx(fixed) is not None
+    assert torch.equal(Pasted()(x), decomposed.module()(x))  # (the functional result)
 
 
 class MaxOne(torch.nn.Module):
