@@ -151,7 +151,8 @@ def decomposition_narrowed(extra: str) -> ConversionError:
             f"(ep.run_decompositions({{...}})), or {_RUN_OURS}")
 
 
-def aliased_write(node: str, op: str, where: str, tool: str) -> ConversionError:
+def aliased_write(node: str, op: str, where: str, tool: str,
+                  cloned: str | None = None) -> ConversionError:
     """A deploy tool retracing the converted program would functionalize an in-place write
     that reads the tensor it writes (an operand aliasing it): torch's functional form reads
     that operand before the write, eager while writing, and their results differ."""
@@ -161,9 +162,10 @@ def aliased_write(node: str, op: str, where: str, tool: str) -> ConversionError:
         f"writing, but {tool} retraces the program into functional operators, which read it "
         f"before the write, so the deployed program would compute another result "
         f"(ep.module() and ep.to_torch().module() compute eager's)",
-        fix="pass a copy of the operand (`v.index_add_(0, idx, v[:1].clone().expand(...))`), "
-            "which gives the functional result in eager too, or write into a new tensor "
-            "(`v = v.index_add(0, idx, v[:1].expand(...))`); or " + _RUN_OURS)
+        fix=(f"pass a copy of the operand: `{cloned}`" if cloned else
+             "pass a copy of the operand (`v.index_add_(0, idx, v[:1].clone().expand(...))`)")
+        + ", which gives the functional result in eager too, or write into a new tensor "
+          "(`v = v.index_add(0, idx, v[:1].expand(...))`); or " + _RUN_OURS)
 
 
 def retrace_specializes(node: str, op: str, where: str, tool: str) -> ConversionError:
@@ -177,3 +179,32 @@ def retrace_specializes(node: str, op: str, where: str, tool: str) -> Conversion
         f"eager's)",
         fix="split by explicit sizes, as tensor_split does (for 2 sections: `k = (n + 1) "
             "// 2; a, b = x.split([k, n - k], dim)` with n = x.shape[dim]); or " + _RUN_OURS)
+
+
+def cond_not_retraceable(node: str, where: str, splits: str, tool: str,
+                         dim_fix: str) -> ConversionError:
+    """A deploy tool would retrace a cond whose value ``ep.to_torch()`` made from
+    safetrace's shapes (torch's cond cannot run its branches at each other's sizes): it
+    would stop inside torch's cond with torch's internal error."""
+    made = f" (safetrace's {splits})" if splits else ""
+    return ConversionError(
+        f"node {node} (cond){where}{made}: torch's cond cannot run its branches at each "
+        f"other's sizes and merge their outputs (a size that is, or may be, 0 on one "
+        f"side), so ep.to_torch() made its value from safetrace's shapes; {tool} retraces "
+        f"the program through torch's cond, which would stop there (ep.module() and "
+        f"ep.to_torch().module() compute eager's)",
+        fix=f"declare the split Dim's range to the side you deploy{dim_fix}, so the export "
+            f"traces one graph; or " + _RUN_OURS)
+
+
+def folded_at_zero(node: str, where: str, dim: str, tool: str) -> ConversionError:
+    """A deploy tool's retrace would replace a size node by torch's symbolic value of it,
+    which torch simplified assuming sizes are positive: another value where `dim` is 0."""
+    return ConversionError(
+        f"node {node}{where} computes a size that torch's symbols, which assume every size "
+        f"is at least 1, simplify into another value at {dim} == 0 (`max(n, 1)` into "
+        f"`n`); {tool} retraces the program and would keep torch's value, so the deployed "
+        f"program would answer {dim} == 0 wrongly (ep.module() and ep.to_torch().module() "
+        f"compute eager's)",
+        fix=f"declare the Dim with min=1 where 0 never occurs (st.Dim(..., min=1) for {dim}), "
+            f"or " + _RUN_OURS)

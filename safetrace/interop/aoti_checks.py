@@ -33,6 +33,7 @@ from safetrace.errors import wrong_layout, wrong_rank
 from safetrace.errors.deploy import wrong_device
 from safetrace.exporter.checks import condition_origin, mismatch
 from safetrace.exporter.contract import Contract, TensorInput
+from safetrace.interop.divisions import safe_conditions
 from safetrace.symbolic.semantics import Algebra, lower
 
 _MARK = "\x01"
@@ -283,11 +284,12 @@ class PackageChecks:
 
     def _conditions(self, bound: set[str]) -> list[str]:
         out = []
+        safe = safe_conditions(self.contract)  # (no zero divisor where an `or` holds)
         for j, c in enumerate(self.contract.conditions):
             if not c.cond.free_symbols <= bound:
                 continue  # on sizes computed from data: asserted inside the graph
             try:
-                test = lower(c.cond, CPP)
+                test = lower(safe[j], CPP)
             except (KeyError, LookupError):
                 self.unchecked.append(self.contract.where_text(c.cond))
                 continue

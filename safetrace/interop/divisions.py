@@ -118,3 +118,33 @@ def _zero_tested(e: Expr, op: str) -> Expr | None:
             e.args[1].value == 0:
         return e.args[0]
     return None
+
+
+def contract_ranges(contract: object) -> dict:
+    """Each symbol the inputs bind (``where`` set) with its range as the checks before the
+    conditions hold it: a size from its checked lower end (0 where none is checked), an
+    int input from its declared one, up to its maximum (the ranges `guarded_divisions`
+    reads; ``interop/contract.py`` asserts conditions with the same)."""
+    import math
+
+    scalars = {dim.symbol for inp in getattr(contract, "inputs", ())
+               if getattr(inp, "scalar", False) for dim in getattr(inp, "dims", ())}
+    out = {}
+    for s in contract.symbols:  # type: ignore[attr-defined]
+        if s.where is None:
+            continue
+        lo = (s.lo if s.lo is not None else -math.inf) if s.name in scalars \
+            else s.checked_lo
+        out[s.name] = Range(lo, s.hi if s.hi is not None else math.inf)
+    return out
+
+
+def safe_conditions(contract: object) -> list:
+    """The contract's conditions (``contract.conditions``' ``cond``), each with its
+    divisions safe at a zero divisor (`guarded_divisions` over `contract_ranges`): for the
+    deploy tools' own lowerings of the checks (C++, ONNX, ExecuTorch), which evaluate every
+    side of an ``or`` and would otherwise fail (or refuse) where the division has no
+    value although another side holds (``n <= 2 or ...//((n + 1)//2)`` at n == 0)."""
+    ranges = contract_ranges(contract)
+    return [guarded_divisions(c.cond, ranges)
+            for c in contract.conditions]  # type: ignore[attr-defined]

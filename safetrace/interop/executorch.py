@@ -124,7 +124,8 @@ def _returns_a_list(target: Any) -> bool:
 
 def _verify_with_prim_not(edge: Any, config: Any) -> None:
     """Each ``torch.sym_not`` (``sym_max``, ``sym_min``, ...) of the edge programs as
-    ExecuTorch's operator, then the edge verifier `to_edge` skipped (`config` as the caller gave it).
+    ExecuTorch's operator, then the edge verifier `to_edge` skipped (`config` as the
+    caller gave it).
 
     The verifier's dtype check takes the result of an operator returning one ``Tensor[]``
     for a sequence of returns, so the list's first tensor for the list, and calls ``len``

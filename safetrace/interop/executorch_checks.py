@@ -42,6 +42,7 @@ import torch
 
 from safetrace.errors import conversion_error
 from safetrace.exporter.contract import Contract, TensorInput
+from safetrace.interop.divisions import safe_conditions
 from safetrace.symbolic.semantics import Algebra, lower
 
 METHOD = "safetrace_input_checks"
@@ -144,11 +145,11 @@ def _plan(contract: Contract) -> list[tuple[str, Callable[[_Checks, list, dict],
             plan.append((f"{s.where} must be <= {s.hi}{s.origin}",
                          lambda c, sizes, sy, n=s.name, hi=s.hi: c.op("le", sy[n], hi)))
     bound = {s.name for s in contract.symbols if s.where is not None}
-    for cond in contract.conditions:
-        if cond.cond.free_symbols <= bound:
+    for cond, safe in zip(contract.conditions, safe_conditions(contract)):
+        if cond.cond.free_symbols <= bound:  # (no division by 0 where an `or` holds)
             plan.append((f"the inputs must satisfy {contract.where_text(cond.cond)}"
                          f"{cond.origin}",
-                         lambda c, sizes, sy, e=cond.cond: lower(e, c.algebra(sy))))
+                         lambda c, sizes, sy, e=safe: lower(e, c.algebra(sy))))
     return plan
 
 

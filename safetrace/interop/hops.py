@@ -24,7 +24,7 @@ from safetrace.interop.construct import root_of
 from safetrace.interop.contract import evaluate
 from safetrace.interop.hierarchy import Boundaries
 from safetrace.interop.implication import implied
-from safetrace.interop.node_checks import branch_symbols, where
+from safetrace.interop.node_checks import branch_symbols, split_headers, where
 from safetrace.interop.piece_views import is_piece as _is_piece, is_view as _is_view, \
     pieces_as_views as _pieces_as_views
 from safetrace.symbolic import canon, to_expr
@@ -218,7 +218,13 @@ def hop_value(conv: Any, op: Any, args: tuple, kwargs: dict) -> Any:
             raise
     del pending[mark:]
     warnings.warn(merged_from_ours(where(conv.current)), ConversionWarning, stacklevel=7)
+    made = next(reversed(conv.graph.nodes), None)  # (the cond node `conv.call` appended)
+    if made is not None and made.target is op:  # (the deploy tools refuse it up front)
+        made.meta[FROM_OURS] = (where(conv.current), split_headers(conv.ep.graph))
     return cond_from_ours(conv, conv.current)
+
+
+FROM_OURS = "safetrace_cond_from_ours"  # node.meta key: a cond whose value is ours
 
 
 def run_hop(op: Any, args: tuple, kwargs: dict) -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from safetrace.interop.retrace_refusals import refuse_for_retrace
+from safetrace.interop.retrace_refusals import refuse_folded, refuse_for_retrace
 from safetrace.interop.composites import beyond_torch
 from safetrace.interop.onnx_attention import masked_attention
 from safetrace.interop.onnx_checks import add_input_checks
@@ -33,7 +33,7 @@ def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
     `kwargs` go to ``torch.onnx.export`` (``opset_version``, ``optimize``, ...)."""
     own = not isinstance(ep, torch.export.ExportedProgram)
     tep = ep.to_torch() if own else ep
-    refuse_for_retrace(tep, "st.to_onnx")
+    refuse_for_retrace(tep, "st.to_onnx", folds=False)  # (the lean path keeps the nodes)
     kwargs.setdefault("verbose", False)
     # (torch's operator registry: 0.7 s to build, made once)
     with cached_registry():
@@ -61,6 +61,7 @@ def _retraced(tep: Any, kwargs: dict) -> Any:
     """``torch.onnx.export`` through its own decomposition, with safetrace's forms added
     to its table: operators no ONNX function covers (transformers' grouped_mm_fallback),
     and masked attention, whose ONNX function differs from torch on fully masked rows."""
+    refuse_folded(tep, "st.to_onnx")  # (torch.onnx's retrace keeps torch's sizes)
     forms = {**beyond_torch(tep.graph_module), **masked_attention(tep.graph_module)}
     fold = bool(forms) and can_fold()
     if forms and not fold:  # (a torch.onnx whose table this cannot add to: one retrace more)

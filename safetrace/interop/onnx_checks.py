@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from safetrace.exporter.contract import Contract, TensorInput
+from safetrace.interop.divisions import safe_conditions
 from safetrace.symbolic.semantics import Algebra, lower
 
 _BINARY = {"add": "Add", "mul": "Mul", "min": "Min", "max": "Max", "eq": "Equal",
@@ -123,11 +124,11 @@ def add_input_checks(model: Any, contract: Contract) -> int:
         if s.hi is not None:
             check(g.op("LessOrEqual", symbols[s.name], g.const(s.hi)),
                   f"{s.where} must be <= {s.hi}{s.origin}")
-    for c in contract.conditions:
+    for c, safe in zip(contract.conditions, safe_conditions(contract)):
         if not c.cond.free_symbols <= set(symbols):
             continue
         try:
-            ok = lower(c.cond, algebra)
+            ok = lower(safe, algebra)  # (no division by 0 where an `or` holds)
         except (KeyError, LookupError):
             continue
         check(ok, f"the inputs must satisfy {contract.where_text(c.cond)}{c.origin}")
