@@ -103,6 +103,7 @@ class _Converter:
         self.submodule_of: dict[torch.fx.Node, torch.fx.GraphModule] = {}  # get_attr's
         self.export_grad: bool | None = None  # grad mode at export, where regions exist
         self.custom_targets: dict[str, str] = {}  # a torchbind object's placeholder -> path
+        self.fake_objects = False  # (a placeholder's value is a fake torchbind object)
 
     # -- the whole conversion --------------------------------------------------------------
     def run(self) -> Any:
@@ -110,7 +111,7 @@ class _Converter:
         ExportGraphSignature = graph_signature().ExportGraphSignature
 
         ep = self.ep
-        ours, ordered, calls, self.stacks, env, self.built, self.memo = _plan(ep)
+        ours, ordered, calls, self.stacks, env, self.built, self.memo, walk, out = _plan(ep)
         # (our node -> its value's meta tensors, where all sizes and strides are ints:
         # `FakeBuilder.value`'s, kept per program; none while verifying)
         self.static_values = None if self.verify else self.memo.setdefault("static", {})
@@ -137,20 +138,23 @@ class _Converter:
                                                 made[k] if made is not None else None))
                 if aliased:
                     inputs += alias_inputs(self, s, inputs[-1])
-            first = len(self.shape_env.guards)
-            self.emitter.emit(self._user_leaves(ordered))
+            self.emitter.emit(self._user_leaves(ordered, ours))
             self.contract_guards = len(self.shape_env.guards)
-            del first
-            for node in ep.graph.nodes:
-                if node.op == "call_function":
-                    self._call(node)
-                elif node.op == "get_attr":  # a control-flow subgraph
-                    self.env[node] = convert_get_attr(self, node, ep.graph)
-            outputs = self._output(next(n for n in reversed(ep.graph.nodes)
-                                        if n.op == "output"))
+            if walk is None:  # (no subgraph: the plan's call nodes, in order)
+                call = self._call
+                for node in calls:
+                    call(node)
+            else:
+                for node in walk:
+                    if node.op == "call_function":
+                        self._call(node)
+                    else:  # a control-flow subgraph
+                        self.env[node] = convert_get_attr(self, node, ep.graph)
+            outputs = self._output(out)
             check_narrowing(self)
         shared_custom_meta(calls, self.graph)
-        custom_obj_values(self, self.graph)
+        if self.fake_objects:  # (a torchbind object's placeholder: torchbind.py)
+            custom_obj_values(self, self.graph)
         for node in self.graph.find_nodes(op="call_function", target=_SIZE):
             if not node.users:  # a size read for no check: dead code to torch
                 self.graph.erase_node(node)
@@ -212,36 +216,38 @@ class _Converter:
     # -- placeholders ------------------------------------------------------------------------
     def _placeholder(self, spec: Any, node: torch.fx.Node,
                      new: torch.fx.Node | None = None) -> Any:
-        gs = graph_signature()
-        InputKind, InputSpec, TensorArgument = gs.InputKind, gs.InputSpec, gs.TensorArgument
         if new is None:
             new = add_placeholder(self.graph, node.name)
-        if "stack_trace" in node.meta:
-            new.meta["stack_trace"] = node.meta["stack_trace"]
+        meta = node.meta
+        if "stack_trace" in meta:
+            new.meta["stack_trace"] = meta["stack_trace"]
         self.env[node] = new
-        if spec.kind == "user_input":
+        kind = spec.kind
+        gs = graph_signature()
+        if kind == "user_input":
             inp = self.ep.contract.inputs[spec.leaf]
             if isinstance(inp, ConstInput):  # (a torchbind object: a CustomObjArgument)
                 return const_input(self, new, inp.value)
-            new.meta["val"] = val = self.emitter.fake_input(spec.leaf, inp, node.meta.get("val"))
-            if node.meta.get("requires_grad") and isinstance(val, torch.Tensor):
+            new.meta["val"] = val = self.emitter.fake_input(spec.leaf, inp, meta.get("val"))
+            if meta.get("requires_grad") and isinstance(val, torch.Tensor):
                 val.requires_grad_(True)  # as the example input did (torch's placeholders)
             if self.mode.propagate_real_tensors:  # (draft export: torch's retrace runs
                 real_example(val, self.ep, spec.leaf)  # the real kernels, as for its own)
             arg = gs.SymIntArgument(new.name) if isinstance(val, torch.SymInt) else \
-                gs.ConstantArgument(new.name, val) if inp.scalar else TensorArgument(new.name)
-            return InputSpec(InputKind.USER_INPUT, arg, None)
-        obj = self.ep.constants.get(spec.target) if spec.kind == "constant" else None
-        if obj is not None and not isinstance(obj, torch.Tensor):  # a torchbind object
-            return custom_obj_input(self, spec, new, obj)
+                gs.ConstantArgument(new.name, val) if inp.scalar else \
+                gs.TensorArgument(new.name)
+            return gs.InputSpec(gs.InputKind.USER_INPUT, arg, None)
+        if kind == "constant":
+            obj = self.ep.constants.get(spec.target)
+            if obj is not None and not isinstance(obj, torch.Tensor):  # a torchbind object
+                return custom_obj_input(self, spec, new, obj)
         made = self.state_fakes.get(spec.name)
         new.meta["val"] = made if made is not None else self.fakes.static(
             self._state_value(spec))
-        kind = {"parameter": InputKind.PARAMETER, "buffer": InputKind.BUFFER,
-                "constant": InputKind.CONSTANT_TENSOR}[spec.kind]
-        persistent = spec.persistent if spec.kind == "buffer" else None
-        return InputSpec(kind, TensorArgument(new.name), torch_target(self.ep, spec),
-                         persistent)
+        return gs.InputSpec((_KINDS or _state_kinds())[kind], gs.TensorArgument(new.name),
+                            spec.target if kind != "constant" else
+                            torch_target(self.ep, spec),
+                            spec.persistent if kind == "buffer" else None)
 
     def _state_value(self, spec: Any) -> torch.Tensor:
         if spec.kind == "constant":
@@ -251,14 +257,12 @@ class _Converter:
         # autograd history; in torch's program a buffer never requires grad
         return t.detach() if spec.kind == "buffer" and t.requires_grad else t
 
-    def _user_leaves(self, ordered: list) -> list:
-        """(leaf index, new placeholder) of every user tensor input."""
-        out = []
-        for s in ordered:
-            if s.kind == "user_input" and isinstance(self.ep.contract.inputs[s.leaf],
-                                                     TensorInput):
-                out.append((s.leaf, self.graph.find_nodes(op="placeholder", target=s.name)[0]))
-        return out
+    def _user_leaves(self, ordered: list, ours: dict) -> list:
+        """(leaf index, new placeholder) of every user tensor input (`ours`: our
+        placeholders by name, each mapped to its new one)."""
+        inputs, env = self.ep.contract.inputs, self.env
+        return [(s.leaf, env[ours[s.name]]) for s in ordered if s.kind == "user_input" and
+                isinstance(inputs[s.leaf], TensorInput)]
 
     # -- nodes -------------------------------------------------------------------------------
     def call(self, target: Any, args: tuple, origin: str | None = None,
@@ -547,7 +551,13 @@ class _Converter:
             if isinstance(val, torch.Tensor) and isinstance(leaves[leaf], torch.Tensor) and \
                     leaves[leaf].device != val.device:
                 leaves[leaf] = _on_device(leaves[leaf], val)
-        args, kwargs = _pytree.tree_unflatten(leaves, self.ep.in_spec)
+        spec = self.ep.in_spec
+        known = self.memo.get("positional")  # (the plan's: found once per input spec)
+        if known is None or known[0] is not spec:
+            known = self.memo["positional"] = (spec, _positional(spec))
+        if known[1] == len(leaves):  # ((leaf, ...), {}): what tree_unflatten makes
+            return tuple(leaves), {}
+        args, kwargs = _pytree.tree_unflatten(leaves, spec)
         return tuple(args), dict(kwargs)
 
 
@@ -566,13 +576,34 @@ def _plan(ep: Any) -> tuple:
     order = {"parameter": 0, "buffer": 1, "constant": 2, "user_input": 3}
     ordered = sorted(ep.graph_signature.input_specs, key=lambda s: order[s.kind])
     calls = [n for n in ep.graph.nodes if n.op == "call_function"]
+    # (the nodes a conversion walks where the graph holds subgraphs, else None: the call
+    # nodes serve; and the output node)
+    walk = [n for n in ep.graph.nodes if n.op in ("call_function", "get_attr")] \
+        if ep.graph.find_nodes(op="get_attr") else None
+    out = next(n for n in reversed(ep.graph.nodes) if n.op == "output")
     # (then: the call nodes whose values a conversion made from ours with every size
     # known to torch already, ``fakes.builds``' KNOWN, filled by the conversions; and what
     # else a conversion finds from the plan alone, by name)
     plan = (ours, ordered, calls, dict(zip(calls, fill_stacks(calls))), _symbolic_env(ep),
-            set(), {})
+            set(), {}, walk, out)
     ep.__dict__["_st_convert_plan"] = (key, plan)
     return plan
+
+
+def _positional(spec: Any) -> int | None:
+    """How many leaves an input spec of positional leaves alone (``((x, y), {})``) holds;
+    None for any other structure (pytree's unflatten then serves)."""
+    try:
+        if type(spec) is not _pytree.TreeSpec or spec.type is not tuple or \
+                spec.num_children != 2:
+            return None
+        args, kwargs = spec.children()
+        if args.type is not tuple or kwargs.type is not dict or kwargs.num_children or \
+                not all(c.is_leaf() for c in args.children()):
+            return None
+        return args.num_children
+    except Exception:  # noqa: BLE001 - another pytree release: its unflatten serves
+        return None
 
 
 def _symbolic_env(ep: Any) -> Any:
@@ -586,6 +617,16 @@ def _symbolic_env(ep: Any) -> Any:
             if env is not None and hasattr(env, "hint"):
                 return env
     return None
+
+
+_KINDS: dict = {}  # a state input's kind -> torch's InputKind (`_state_kinds`)
+
+
+def _state_kinds() -> dict:
+    kinds = graph_signature().InputKind
+    _KINDS.update({"parameter": kinds.PARAMETER, "buffer": kinds.BUFFER,
+                   "constant": kinds.CONSTANT_TENSOR})
+    return _KINDS
 
 
 _SPECIALIZED: tuple = (None, None)  # the last settings replaced, and the replacement
