@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import builtins
 import copy
-import dataclasses
 import math
 import operator
 import warnings
@@ -43,12 +42,13 @@ from safetrace.interop.torchbind import const_input, custom_obj_input, custom_ob
 from safetrace.interop.unbacked import all_bindings, fresh_bindings, known_unbacked
 from safetrace.interop.node_checks import (bind_unbacked, check_narrowing, same_shape, where,
                                           why_failed)
-from safetrace.interop.hierarchy import (Boundaries, arg_names, call_graph, fill_stacks,
+from safetrace.interop.hierarchy import (Boundaries, arg_names, call_graph,
                                          stack_fqns)
 from safetrace.interop.input_guards import input_guards, with_guards
 from safetrace.interop.quoted_guards import quoted_paths
 from safetrace.interop.load_checks import lowered
 from safetrace.interop.memos import MASK_OPS, remember, shared_rows
+from safetrace.interop.plan import input_kind, plan_of, positional, specialized
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, hop_value,
                                    holds_where_branch_runs, identity_slice, map_under_grad,
                                    quiet_symbol_logs, sizes_from_data,
@@ -111,7 +111,7 @@ class _Converter:
         ExportGraphSignature = graph_signature().ExportGraphSignature
 
         ep = self.ep
-        ours, ordered, calls, self.stacks, env, self.built, self.memo, walk, out = _plan(ep)
+        ours, ordered, calls, self.stacks, env, self.built, self.memo, walk, out = plan_of(ep)
         # (our node -> its value's meta tensors, where all sizes and strides are ints:
         # `FakeBuilder.value`'s, kept per program; none while verifying)
         self.static_values = None if self.verify else self.memo.setdefault("static", {})
@@ -203,7 +203,7 @@ class _Converter:
         specialized.  Only symbols created later see the setting: ours are all made."""
         settings = self.shape_env.settings
         if not settings.specialize_zero_one:
-            self.shape_env.settings = _specialized(settings)
+            self.shape_env.settings = specialized(settings)
 
     # -- symbols -----------------------------------------------------------------------------
     def make_symbol(self, name: str, hint: int, lo: int, hi: int | None, where: str) -> Any:
@@ -244,7 +244,7 @@ class _Converter:
         made = self.state_fakes.get(spec.name)
         new.meta["val"] = made if made is not None else self.fakes.static(
             self._state_value(spec))
-        return gs.InputSpec((_KINDS or _state_kinds())[kind], gs.TensorArgument(new.name),
+        return gs.InputSpec(input_kind(kind), gs.TensorArgument(new.name),
                             spec.target if kind != "constant" else
                             torch_target(self.ep, spec),
                             spec.persistent if kind == "buffer" else None)
@@ -554,94 +554,11 @@ class _Converter:
         spec = self.ep.in_spec
         known = self.memo.get("positional")  # (the plan's: found once per input spec)
         if known is None or known[0] is not spec:
-            known = self.memo["positional"] = (spec, _positional(spec))
+            known = self.memo["positional"] = (spec, positional(spec))
         if known[1] == len(leaves):  # ((leaf, ...), {}): what tree_unflatten makes
             return tuple(leaves), {}
         args, kwargs = _pytree.tree_unflatten(leaves, spec)
         return tuple(args), dict(kwargs)
-
-
-def _plan(ep: Any) -> tuple:
-    """What a conversion reads of the program alone, made once per program (kept while its
-    graph holds the same nodes, as ``_written_inputs`` keeps its answer): placeholders by
-    name, input specs in torch's order (parameters, buffers, constants, user inputs;
-    stable within each kind), the call nodes, their filled ``nn_module_stack``s and our
-    engine's env.  Torch's objects are never kept: each conversion makes its own."""
-    key = (id(ep.graph), len(ep.graph.nodes), ep.graph_signature.input_specs)
-    cached = ep.__dict__.get("_st_convert_plan")
-    if cached is not None and cached[0][0] == key[0] and cached[0][1] == key[1] and \
-            cached[0][2] is key[2]:
-        return cached[1]
-    ours = {n.name: n for n in ep.graph.find_nodes(op="placeholder")}
-    order = {"parameter": 0, "buffer": 1, "constant": 2, "user_input": 3}
-    ordered = sorted(ep.graph_signature.input_specs, key=lambda s: order[s.kind])
-    calls = [n for n in ep.graph.nodes if n.op == "call_function"]
-    # (the nodes a conversion walks where the graph holds subgraphs, else None: the call
-    # nodes serve; and the output node)
-    walk = [n for n in ep.graph.nodes if n.op in ("call_function", "get_attr")] \
-        if ep.graph.find_nodes(op="get_attr") else None
-    out = next(n for n in reversed(ep.graph.nodes) if n.op == "output")
-    # (then: the call nodes whose values a conversion made from ours with every size
-    # known to torch already, ``fakes.builds``' KNOWN, filled by the conversions; and what
-    # else a conversion finds from the plan alone, by name)
-    plan = (ours, ordered, calls, dict(zip(calls, fill_stacks(calls))), _symbolic_env(ep),
-            set(), {}, walk, out)
-    ep.__dict__["_st_convert_plan"] = (key, plan)
-    return plan
-
-
-def _positional(spec: Any) -> int | None:
-    """How many leaves an input spec of positional leaves alone (``((x, y), {})``) holds;
-    None for any other structure (pytree's unflatten then serves)."""
-    try:
-        if type(spec) is not _pytree.TreeSpec or spec.type is not tuple or \
-                spec.num_children != 2:
-            return None
-        args, kwargs = spec.children()
-        if args.type is not tuple or kwargs.type is not dict or kwargs.num_children or \
-                not all(c.is_leaf() for c in args.children()):
-            return None
-        return args.num_children
-    except Exception:  # noqa: BLE001 - another pytree release: its unflatten serves
-        return None
-
-
-def _symbolic_env(ep: Any) -> Any:
-    """Our engine's env (for hints and to decide torch's guards), found on any symbolic
-    size of the program; None for a fully static program."""
-    for n in ep.graph.nodes:
-        val = n.meta.get("val")
-        meta = getattr(val, "st_meta", None)  # (a traced value's .shape: a slow path)
-        for s in meta.shape if meta is not None else (val,):
-            env = getattr(s, "env", None)
-            if env is not None and hasattr(env, "hint"):
-                return env
-    return None
-
-
-_KINDS: dict = {}  # a state input's kind -> torch's InputKind (`_state_kinds`)
-
-
-def _state_kinds() -> dict:
-    kinds = graph_signature().InputKind
-    _KINDS.update({"parameter": kinds.PARAMETER, "buffer": kinds.BUFFER,
-                   "constant": kinds.CONSTANT_TENSOR})
-    return _KINDS
-
-
-_SPECIALIZED: tuple = (None, None)  # the last settings replaced, and the replacement
-
-
-def _specialized(settings: Any) -> Any:
-    """``dataclasses.replace(settings, specialize_zero_one=True)``, made once for the
-    settings object every conversion's ShapeEnv shares (~1% of a small conversion); the
-    settings are frozen, so sharing the replacement is sharing a value."""
-    global _SPECIALIZED
-    last, made = _SPECIALIZED
-    if last is not settings:
-        made = dataclasses.replace(settings, specialize_zero_one=True)
-        _SPECIALIZED = (settings, made)  # (one assignment: a thread sees a matched pair)
-    return made
 
 
 def _on_device(stand_in: torch.Tensor, val: Any) -> torch.Tensor:
