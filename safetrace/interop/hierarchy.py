@@ -97,7 +97,9 @@ class Boundaries:
                      for k, c in self.calls.items()}
         self.sizes: dict[tuple, Any] = {}  # (call key, expression) -> new node
         specs = conv.ep.graph_signature.input_specs
-        self.state = {s.name for s in specs if s.kind != "user_input"}
+        # (the state placeholders' names: read only where a call is preserved)
+        self.state = {s.name for s in specs if s.kind != "user_input"} if self.calls \
+            else frozenset()
 
     def scopes(self, node: torch.fx.Node) -> list[str]:
         """The preserved calls `node` runs inside, outermost first."""
