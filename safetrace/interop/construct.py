@@ -302,44 +302,81 @@ def provenance(graph: torch.fx.Graph, root_type: str) -> None:
     it an output whose op decomposes away is lost), unflatten reads the second."""
     root = {"L__self__": ("", root_type)}  # (the exported class, as torch writes it)
     # (a subgraph's get_attr too: unflatten places it in a module like any node)
-    calls = [n for n in graph.nodes if n.op in ("call_function", "get_attr")]
-    for node in calls:  # a subgraph's get_attr: in the module of the cond/loop reading it
-        if node.op == "get_attr" and not node.meta.get("nn_module_stack"):
-            stack = next((u.meta["nn_module_stack"] for u in node.users
-                          if u.meta.get("nn_module_stack")), None)
-            if stack:
-                node.meta["nn_module_stack"] = stack
-    source = _node_source if _fast_sources() else (
-        lambda node: NodeSource(node, _PASS, NodeSourceAction.CREATE))
-    for node, stack in zip(calls, fill_stacks(calls)):
-        node.meta["from_node"] = [source(node)]
+    if graph.find_nodes(op="get_attr"):
+        calls = [n for n in graph.nodes if n.op in ("call_function", "get_attr")]
+        for node in calls:  # a subgraph's get_attr: in the module of the cond/loop reading it
+            if node.op == "get_attr" and not node.meta.get("nn_module_stack"):
+                stack = next((u.meta["nn_module_stack"] for u in node.users
+                              if u.meta.get("nn_module_stack")), None)
+                if stack:
+                    node.meta["nn_module_stack"] = stack
+    else:  # (no get_attr: every node but the placeholders and the output, in order)
+        calls = [n for n in graph.nodes if n.op == "call_function"]
+    stacks = fill_stacks(calls)
+    if not _fast_sources():
+        for node, stack in zip(calls, stacks):
+            node.meta["from_node"] = [NodeSource(node, _PASS, NodeSourceAction.CREATE)]
+            node.meta["nn_module_stack"] = {**root, **stack}
+        return
+    # (`_node_source` inline: NodeSource and its NodeInfo made without their
+    # constructors' frames, ~1k instructions a node)
+    texts, new, info_class, graph_id = _TARGET_TEXT, _NEW, NodeSource.NodeInfo, id(graph)
+    for node, stack in zip(calls, stacks):
+        target = node.target
+        hit = texts.get(id(target))  # (by identity: an OpOverload's hash is a Python
+        if hit is not None and hit[0] is target:  # call; the entry keeps the target alive)
+            text = hit[1]
+        else:
+            text = _target_text(target)
+        info = new(info_class)
+        info.name = node.name
+        info.target = text
+        info.graph_id = graph_id
+        out = new(NodeSource)
+        out.pass_name = _PASS
+        out.action = [_CREATE]
+        out.node_info = info
+        out.from_node = []
+        out._action_string = None
+        out._dict = None
+        meta = node.meta
+        meta["from_node"] = [out]
         # torch's stacks start at the root module (unflatten reads every node's)
-        node.meta["nn_module_stack"] = {**root, **stack}
+        meta["nn_module_stack"] = {**root, **stack}
 
 
 _PASS = "safetrace.to_torch"
 _CREATE = NodeSourceAction.CREATE  # (an Enum member read from its class: ~0.3 µs a read)
+_NEW = object.__new__  # (neither NodeSource nor its NodeInfo has a __new__ of its own)
 # id of a node target -> (the target, str(target)) (an OpOverload's str: ~1 µs)
 _TARGET_TEXT: dict[int, tuple] = {}
+
+
+def _target_text(target: Any) -> str:
+    """``str(target)``, kept by the target's identity."""
+    if len(_TARGET_TEXT) > 10_000:
+        _TARGET_TEXT.clear()
+    text = str(target)
+    _TARGET_TEXT[id(target)] = (target, text)
+    return text
 
 
 def _node_source(node: torch.fx.Node) -> Any:
     """``NodeSource(node, "safetrace.to_torch", CREATE)`` of a node with no ``from_node``
     of its own, its fields set directly (the constructor's checks and ``str(target)``
-    cost ~3 µs a node: 0.5 ms on a small LLM's conversion)."""
+    cost ~3 µs a node: 0.5 ms on a small LLM's conversion); `provenance` makes the same
+    inline."""
     target = node.target
-    hit = _TARGET_TEXT.get(id(target))  # (by identity: an OpOverload's hash is a Python
-    if hit is not None and hit[0] is target:  # call; the entry keeps the target alive)
-        text = hit[1]
-    else:
-        if len(_TARGET_TEXT) > 10_000:
-            _TARGET_TEXT.clear()
-        text = str(target)
-        _TARGET_TEXT[id(target)] = (target, text)
-    out = NodeSource.__new__(NodeSource)
+    hit = _TARGET_TEXT.get(id(target))
+    text = hit[1] if hit is not None and hit[0] is target else _target_text(target)
+    info = _NEW(NodeSource.NodeInfo)
+    info.name = node.name
+    info.target = text
+    info.graph_id = id(node.graph)
+    out = _NEW(NodeSource)
     out.pass_name = _PASS
     out.action = [_CREATE]
-    out.node_info = NodeSource.NodeInfo(node.name, text, id(node.graph))
+    out.node_info = info
     out.from_node = []
     out._action_string = None
     out._dict = None

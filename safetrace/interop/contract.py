@@ -568,6 +568,8 @@ def shared_custom_meta(ours: list, graph: torch.fx.Graph) -> None:
     whole forward ran under ``torch._dynamo.disable``, which torch.export records there),
     the nodes the conversion adds (the input checks) get it too, as torch.export's checks
     do.  (A tag the user set on a node of a GraphModule stays on that node alone.)"""
+    if not ours or "_torchdynamo_disable" not in (ours[0].meta.get("custom") or {}):
+        return  # (read first: most programs have no such region)
     customs = [n.meta.get("custom") for n in ours]
     if not customs or "_torchdynamo_disable" not in (customs[0] or {}) or \
             any(c != customs[0] for c in customs):

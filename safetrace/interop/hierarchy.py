@@ -30,27 +30,20 @@ def fill_stacks(nodes: list) -> list:
     landing in one module's graph).  The common prefix is the innermost module certainly
     active at that point of the program, whichever side the node was recorded on."""
     stacks = [n.meta.get("nn_module_stack") or None for n in nodes]
-    after: list = [None] * len(nodes)
-    nxt = None
-    for i in range(len(nodes) - 1, -1, -1):
-        after[i] = nxt
-        if stacks[i] is not None:
-            nxt = stacks[i]
-    out, prev = [], None
-    last: tuple = (None, None, None)  # (a run of unstamped nodes: one prefix, copied)
-    for i, s in enumerate(stacks):
-        if s is None:
-            nxt = after[i]
-            if last[0] is prev and last[1] is nxt and prev is not None:
-                s = dict(last[2])
-            else:
-                s = _common_prefix(prev, nxt)
-                last = (prev, nxt, s)
-                s = dict(s)
-        else:
-            prev = s
-        out.append(s)
-    return out
+    out = stacks[:]
+    n, i, find = len(stacks), 0, stacks.index
+    while True:  # (each run of unstamped nodes, found from C: most nodes are stamped)
+        try:
+            i = find(None, i)
+        except ValueError:
+            return out
+        j = i + 1
+        while j < n and stacks[j] is None:
+            j += 1
+        common = _common_prefix(stacks[i - 1] if i else None, stacks[j] if j < n else None)
+        for k in range(i, j):
+            out[k] = dict(common)
+        i = j
 
 
 def _common_prefix(a: dict | None, b: dict | None) -> dict:
@@ -104,7 +97,9 @@ class Boundaries:
                      for k, c in self.calls.items()}
         self.sizes: dict[tuple, Any] = {}  # (call key, expression) -> new node
         specs = conv.ep.graph_signature.input_specs
-        self.state = {s.name for s in specs if s.kind != "user_input"}
+        # (the state placeholders' names: read only where a call is preserved)
+        self.state = {s.name for s in specs if s.kind != "user_input"} if self.calls \
+            else frozenset()
 
     def scopes(self, node: torch.fx.Node) -> list[str]:
         """The preserved calls `node` runs inside, outermost first."""

@@ -23,6 +23,7 @@ import functools
 import linecache
 import logging
 import sys
+import threading
 import traceback
 from typing import Any
 
@@ -122,7 +123,7 @@ def _made(shape_env: Any) -> Any:
     d = mode.__dict__
     d["allow_fallback_kernels"] = True
     d["propagate_real_tensors"] = real = read(functorch, "fake_tensor_propagate_real_tensors")
-    d["fake_tensor_converter"] = _parts_converter()(copy_data=real, export=False)
+    d["fake_tensor_converter"] = _lazy_converter()(real)
     d["static_shapes"] = shape_env is None
     d["allow_scalar_outputs"] = False
     d["_allow_unsafe_data_ptr_access"] = read(functorch,
@@ -162,6 +163,41 @@ def _parts_converter() -> Any:
     from torch._subclasses import fake_tensor
 
     return fake_tensor.FakeTensorConverter
+
+
+@functools.cache
+def _lazy_converter() -> type:
+    """torch's ``FakeTensorConverter`` whose constructor runs when the converter is first
+    used.  The conversion never asks the mode to convert a real tensor (its fake values
+    are made from ours), so most conversions never use it; its constructor makes a
+    ``MetaConverter`` with four weak dictionaries and a describer (~30k instructions, 2%
+    of a small model's conversion).  Reading any of the three attributes the constructor
+    sets (every method of the class reads one; ``tensor_memo`` reads ``meta_converter``)
+    runs it first, as it would have run, on this object: from then on it is torch's
+    converter, attributes and all."""
+    base = _parts_converter()
+    lock = threading.Lock()
+    fields = frozenset(("meta_converter", "export", "constant_storage_mapping"))
+
+    class FakeTensorConverter(base):  # type: ignore[misc, valid-type]
+        def __init__(self, copy_data: bool) -> None:  # noqa: D107 - see _lazy_converter
+            self.__dict__[_PENDING] = copy_data
+
+        def __getattr__(self, name: str) -> Any:
+            d = self.__dict__
+            if name not in fields or _PENDING not in d:
+                raise AttributeError(name)
+            with lock:
+                if _PENDING in d:
+                    base.__init__(self, copy_data=d[_PENDING], export=False)
+                    del d[_PENDING]
+            return object.__getattribute__(self, name)
+
+    FakeTensorConverter.__qualname__ = "_lazy_converter.<locals>.FakeTensorConverter"
+    return FakeTensorConverter
+
+
+_PENDING = "_st_pending_copy_data"  # (a lazy converter's argument, until first used)
 
 
 @functools.lru_cache(maxsize=4)
@@ -276,7 +312,12 @@ def _same(theirs: Any, ours: Any, env: Any, compare_lines: bool = True) -> bool:
                     _lines(value, compare_lines) != _lines(other, compare_lines):
                 return False
         elif key == "fake_tensor_converter":
-            if type(value) is not type(other) or \
+            if type(other) is _lazy_converter():
+                other.meta_converter  # noqa: B018 - (made here, as on first use)
+                if type(value) is not _parts_converter() or \
+                        _shallow(vars(value)) != _shallow(vars(other)):
+                    return False
+            elif type(value) is not type(other) or \
                     _shallow(vars(value)) != _shallow(vars(other)):
                 return False
         elif key == "shape_env":

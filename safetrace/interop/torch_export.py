@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import builtins
 import copy
-import dataclasses
 import math
 import operator
 import warnings
@@ -43,13 +42,14 @@ from safetrace.interop.torchbind import const_input, custom_obj_input, custom_ob
 from safetrace.interop.unbacked import all_bindings, fresh_bindings, known_unbacked
 from safetrace.interop.node_checks import (bind_unbacked, check_narrowing, same_shape, where,
                                           why_failed)
-from safetrace.interop.hierarchy import (Boundaries, arg_names, call_graph, fill_stacks,
+from safetrace.interop.hierarchy import (Boundaries, arg_names, call_graph,
                                          stack_fqns)
 from safetrace.interop.input_guards import input_guards, with_guards
 from safetrace.interop.quoted_guards import quoted_paths
 from safetrace.interop.sections import split_sections
 from safetrace.interop.load_checks import lowered
 from safetrace.interop.memos import MASK_OPS, remember, shared_rows
+from safetrace.interop.plan import input_kind, plan_of, positional, specialized
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, hop_value,
                                    holds_where_branch_runs, identity_slice, map_under_grad,
                                    quiet_symbol_logs, sizes_from_data,
@@ -104,6 +104,7 @@ class _Converter:
         self.submodule_of: dict[torch.fx.Node, torch.fx.GraphModule] = {}  # get_attr's
         self.export_grad: bool | None = None  # grad mode at export, where regions exist
         self.custom_targets: dict[str, str] = {}  # a torchbind object's placeholder -> path
+        self.fake_objects = False  # (a placeholder's value is a fake torchbind object)
 
     # -- the whole conversion --------------------------------------------------------------
     def run(self) -> Any:
@@ -111,7 +112,7 @@ class _Converter:
         ExportGraphSignature = graph_signature().ExportGraphSignature
 
         ep = self.ep
-        ours, ordered, calls, self.stacks, env, self.built, self.memo = _plan(ep)
+        ours, ordered, calls, self.stacks, env, self.built, self.memo, walk, out = plan_of(ep)
         # (our node -> its value's meta tensors, where all sizes and strides are ints:
         # `FakeBuilder.value`'s, kept per program; none while verifying)
         self.static_values = None if self.verify else self.memo.setdefault("static", {})
@@ -138,21 +139,24 @@ class _Converter:
                                                 made[k] if made is not None else None))
                 if aliased:
                     inputs += alias_inputs(self, s, inputs[-1])
-            first = len(self.shape_env.guards)
-            self.emitter.emit(self._user_leaves(ordered))
+            self.emitter.emit(self._user_leaves(ordered, ours))
             self.contract_guards = len(self.shape_env.guards)
-            del first
-            for node in ep.graph.nodes:
-                if node.op == "call_function":
-                    self._call(node)
-                elif node.op == "get_attr":  # a control-flow subgraph
-                    self.env[node] = convert_get_attr(self, node, ep.graph)
-            outputs = self._output(next(n for n in reversed(ep.graph.nodes)
-                                        if n.op == "output"))
+            if walk is None:  # (no subgraph: the plan's call nodes, in order)
+                call = self._call
+                for node in calls:
+                    call(node)
+            else:
+                for node in walk:
+                    if node.op == "call_function":
+                        self._call(node)
+                    else:  # a control-flow subgraph
+                        self.env[node] = convert_get_attr(self, node, ep.graph)
+            outputs = self._output(out)
             check_narrowing(self)
             split_sections(self.graph, self.attrs)  # (dynamic tensor_split: slices)
         shared_custom_meta(calls, self.graph)
-        custom_obj_values(self, self.graph)
+        if self.fake_objects:  # (a torchbind object's placeholder: torchbind.py)
+            custom_obj_values(self, self.graph)
         for node in self.graph.find_nodes(op="call_function", target=_SIZE):
             if not node.users:  # a size read for no check: dead code to torch
                 self.graph.erase_node(node)
@@ -201,7 +205,7 @@ class _Converter:
         specialized.  Only symbols created later see the setting: ours are all made."""
         settings = self.shape_env.settings
         if not settings.specialize_zero_one:
-            self.shape_env.settings = _specialized(settings)
+            self.shape_env.settings = specialized(settings)
 
     # -- symbols -----------------------------------------------------------------------------
     def make_symbol(self, name: str, hint: int, lo: int, hi: int | None, where: str) -> Any:
@@ -214,36 +218,38 @@ class _Converter:
     # -- placeholders ------------------------------------------------------------------------
     def _placeholder(self, spec: Any, node: torch.fx.Node,
                      new: torch.fx.Node | None = None) -> Any:
-        gs = graph_signature()
-        InputKind, InputSpec, TensorArgument = gs.InputKind, gs.InputSpec, gs.TensorArgument
         if new is None:
             new = add_placeholder(self.graph, node.name)
-        if "stack_trace" in node.meta:
-            new.meta["stack_trace"] = node.meta["stack_trace"]
+        meta = node.meta
+        if "stack_trace" in meta:
+            new.meta["stack_trace"] = meta["stack_trace"]
         self.env[node] = new
-        if spec.kind == "user_input":
+        kind = spec.kind
+        gs = graph_signature()
+        if kind == "user_input":
             inp = self.ep.contract.inputs[spec.leaf]
             if isinstance(inp, ConstInput):  # (a torchbind object: a CustomObjArgument)
                 return const_input(self, new, inp.value)
-            new.meta["val"] = val = self.emitter.fake_input(spec.leaf, inp, node.meta.get("val"))
-            if node.meta.get("requires_grad") and isinstance(val, torch.Tensor):
+            new.meta["val"] = val = self.emitter.fake_input(spec.leaf, inp, meta.get("val"))
+            if meta.get("requires_grad") and isinstance(val, torch.Tensor):
                 val.requires_grad_(True)  # as the example input did (torch's placeholders)
             if self.mode.propagate_real_tensors:  # (draft export: torch's retrace runs
                 real_example(val, self.ep, spec.leaf)  # the real kernels, as for its own)
             arg = gs.SymIntArgument(new.name) if isinstance(val, torch.SymInt) else \
-                gs.ConstantArgument(new.name, val) if inp.scalar else TensorArgument(new.name)
-            return InputSpec(InputKind.USER_INPUT, arg, None)
-        obj = self.ep.constants.get(spec.target) if spec.kind == "constant" else None
-        if obj is not None and not isinstance(obj, torch.Tensor):  # a torchbind object
-            return custom_obj_input(self, spec, new, obj)
+                gs.ConstantArgument(new.name, val) if inp.scalar else \
+                gs.TensorArgument(new.name)
+            return gs.InputSpec(gs.InputKind.USER_INPUT, arg, None)
+        if kind == "constant":
+            obj = self.ep.constants.get(spec.target)
+            if obj is not None and not isinstance(obj, torch.Tensor):  # a torchbind object
+                return custom_obj_input(self, spec, new, obj)
         made = self.state_fakes.get(spec.name)
         new.meta["val"] = made if made is not None else self.fakes.static(
             self._state_value(spec))
-        kind = {"parameter": InputKind.PARAMETER, "buffer": InputKind.BUFFER,
-                "constant": InputKind.CONSTANT_TENSOR}[spec.kind]
-        persistent = spec.persistent if spec.kind == "buffer" else None
-        return InputSpec(kind, TensorArgument(new.name), torch_target(self.ep, spec),
-                         persistent)
+        return gs.InputSpec(input_kind(kind), gs.TensorArgument(new.name),
+                            spec.target if kind != "constant" else
+                            torch_target(self.ep, spec),
+                            spec.persistent if kind == "buffer" else None)
 
     def _state_value(self, spec: Any) -> torch.Tensor:
         if spec.kind == "constant":
@@ -253,14 +259,12 @@ class _Converter:
         # autograd history; in torch's program a buffer never requires grad
         return t.detach() if spec.kind == "buffer" and t.requires_grad else t
 
-    def _user_leaves(self, ordered: list) -> list:
-        """(leaf index, new placeholder) of every user tensor input."""
-        out = []
-        for s in ordered:
-            if s.kind == "user_input" and isinstance(self.ep.contract.inputs[s.leaf],
-                                                     TensorInput):
-                out.append((s.leaf, self.graph.find_nodes(op="placeholder", target=s.name)[0]))
-        return out
+    def _user_leaves(self, ordered: list, ours: dict) -> list:
+        """(leaf index, new placeholder) of every user tensor input (`ours`: our
+        placeholders by name, each mapped to its new one)."""
+        inputs, env = self.ep.contract.inputs, self.env
+        return [(s.leaf, env[ours[s.name]]) for s in ordered if s.kind == "user_input" and
+                isinstance(inputs[s.leaf], TensorInput)]
 
     # -- nodes -------------------------------------------------------------------------------
     def call(self, target: Any, args: tuple, origin: str | None = None,
@@ -358,13 +362,19 @@ class _Converter:
                 kwargs = {k: list(v) if type(v) is tuple else v for k, v in kwargs.items()}
         new = add_node(  # (create_node's pytree scan of all arguments: ~2 µs a leaf)
             self.graph, target, args, kwargs, node.name)
-        for k in ("stack_trace", "source_fn_stack", "torch_fn", "custom"):
-            if k in node.meta:
-                new.meta[k] = node.meta[k]
+        meta, made = node.meta, new.meta  # (unrolled: a loop over the four keys cost more)
+        if "stack_trace" in meta:
+            made["stack_trace"] = meta["stack_trace"]
+        if "source_fn_stack" in meta:
+            made["source_fn_stack"] = meta["source_fn_stack"]
+        if "torch_fn" in meta:
+            made["torch_fn"] = meta["torch_fn"]
+        if "custom" in meta:
+            made["custom"] = meta["custom"]
         stack = self.stacks.get(node)
         if stack:
-            new.meta["nn_module_stack"] = stack
-        self.env[node], self.current, ours = new, node, node.meta.get("val")
+            made["nn_module_stack"] = stack
+        self.env[node], self.current, ours = new, node, meta.get("val")
         mask = shared_rows(self, target, args, node) if target in MASK_OPS and \
             not self.verify else None
         fast = False
@@ -549,60 +559,14 @@ class _Converter:
             if isinstance(val, torch.Tensor) and isinstance(leaves[leaf], torch.Tensor) and \
                     leaves[leaf].device != val.device:
                 leaves[leaf] = _on_device(leaves[leaf], val)
-        args, kwargs = _pytree.tree_unflatten(leaves, self.ep.in_spec)
+        spec = self.ep.in_spec
+        known = self.memo.get("positional")  # (the plan's: found once per input spec)
+        if known is None or known[0] is not spec:
+            known = self.memo["positional"] = (spec, positional(spec))
+        if known[1] == len(leaves):  # ((leaf, ...), {}): what tree_unflatten makes
+            return tuple(leaves), {}
+        args, kwargs = _pytree.tree_unflatten(leaves, spec)
         return tuple(args), dict(kwargs)
-
-
-def _plan(ep: Any) -> tuple:
-    """What a conversion reads of the program alone, made once per program (kept while its
-    graph holds the same nodes, as ``_written_inputs`` keeps its answer): placeholders by
-    name, input specs in torch's order (parameters, buffers, constants, user inputs;
-    stable within each kind), the call nodes, their filled ``nn_module_stack``s and our
-    engine's env.  Torch's objects are never kept: each conversion makes its own."""
-    key = (id(ep.graph), len(ep.graph.nodes), ep.graph_signature.input_specs)
-    cached = ep.__dict__.get("_st_convert_plan")
-    if cached is not None and cached[0][0] == key[0] and cached[0][1] == key[1] and \
-            cached[0][2] is key[2]:
-        return cached[1]
-    ours = {n.name: n for n in ep.graph.find_nodes(op="placeholder")}
-    order = {"parameter": 0, "buffer": 1, "constant": 2, "user_input": 3}
-    ordered = sorted(ep.graph_signature.input_specs, key=lambda s: order[s.kind])
-    calls = [n for n in ep.graph.nodes if n.op == "call_function"]
-    # (then: the call nodes whose values a conversion made from ours with every size
-    # known to torch already, ``fakes.builds``' KNOWN, filled by the conversions; and what
-    # else a conversion finds from the plan alone, by name)
-    plan = (ours, ordered, calls, dict(zip(calls, fill_stacks(calls))), _symbolic_env(ep),
-            set(), {})
-    ep.__dict__["_st_convert_plan"] = (key, plan)
-    return plan
-
-
-def _symbolic_env(ep: Any) -> Any:
-    """Our engine's env (for hints and to decide torch's guards), found on any symbolic
-    size of the program; None for a fully static program."""
-    for n in ep.graph.nodes:
-        val = n.meta.get("val")
-        meta = getattr(val, "st_meta", None)  # (a traced value's .shape: a slow path)
-        for s in meta.shape if meta is not None else (val,):
-            env = getattr(s, "env", None)
-            if env is not None and hasattr(env, "hint"):
-                return env
-    return None
-
-
-_SPECIALIZED: tuple = (None, None)  # the last settings replaced, and the replacement
-
-
-def _specialized(settings: Any) -> Any:
-    """``dataclasses.replace(settings, specialize_zero_one=True)``, made once for the
-    settings object every conversion's ShapeEnv shares (~1% of a small conversion); the
-    settings are frozen, so sharing the replacement is sharing a value."""
-    global _SPECIALIZED
-    last, made = _SPECIALIZED
-    if last is not settings:
-        made = dataclasses.replace(settings, specialize_zero_one=True)
-        _SPECIALIZED = (settings, made)  # (one assignment: a thread sees a matched pair)
-    return made
 
 
 def _on_device(stand_in: torch.Tensor, val: Any) -> torch.Tensor:

@@ -20,6 +20,7 @@ def custom_obj_input(conv: Any, spec: Any, node: Any, obj: Any) -> Any:
     """The InputSpec of the object's placeholder `node` (its value set)."""
     gs = graph_signature()
     fake = node.meta["val"] = maybe_to_fake_obj(conv.mode, obj)
+    conv.fake_objects = True  # (custom_obj_values then runs)
     target = torch_target(conv.ep, spec)
     conv.custom_targets[node.name] = target
     return gs.InputSpec(gs.InputKind.CUSTOM_OBJ,
@@ -34,6 +35,7 @@ def const_input(conv: Any, node: Any, value: Any) -> Any:
     gs = graph_signature()
     if type(value) is torch.ScriptObject:
         fake = node.meta["val"] = maybe_to_fake_obj(conv.mode, value)
+        conv.fake_objects = True  # (custom_obj_values then runs)
         arg = gs.CustomObjArgument(node.name, value._type().qualified_name(), fake)
         return gs.InputSpec(gs.InputKind.USER_INPUT, arg, None)
     node.meta["val"] = value
@@ -42,7 +44,8 @@ def const_input(conv: Any, node: Any, value: Any) -> Any:
 
 def custom_obj_values(conv: Any, graph: Any) -> None:
     """After propagation, each object placeholder's value is torch's final form, a
-    CustomObjArgument holding the fake object (what torch's verifier accepts)."""
+    CustomObjArgument holding the fake object (what torch's verifier accepts); run where
+    a placeholder got a fake object (``conv.fake_objects``)."""
     gs = graph_signature()
     for node in graph.find_nodes(op="placeholder"):
         fake = node.meta.get("val")

@@ -278,13 +278,51 @@ def _mode_fields(tep):
 
     mode = next(n.meta["val"] for n in tep.graph.nodes if n.op == "placeholder"
                 and isinstance(n.meta.get("val"), torch.Tensor)).fake_mode
-    fields = {k: (type(v), len(v)) if hasattr(v, "__len__") else type(v) if k in (
-        "shape_env", "fake_tensor_converter") else v for k, v in vars(mode).items()
-        if k != "_stack_trace"}
+    fields = {k: (type(v), len(v)) if hasattr(v, "__len__") else _converter(v) if k ==
+              "fake_tensor_converter" else type(v) if k == "shape_env" else v
+              for k, v in vars(mode).items() if k != "_stack_trace"}
     frames = [(f.filename, f.lineno, f.name, f.line) for f in mode._stack_trace
               if f.filename not in (modes.__file__, __file__)]  # (this test's: its lines)
     assert frames[-1][2:] == ("__init__", "self._stack_trace = traceback.extract_stack()")
     return fields, frames
+
+
+def _converter(conv):
+    """A mode's converter as torch's class and its attributes' names, once used (the
+    conversion's runs torch's constructor on first use)."""
+    from torch._subclasses.fake_tensor import FakeTensorConverter
+
+    conv.tensor_memo  # noqa: B018 - (first use)
+    return (FakeTensorConverter if isinstance(conv, FakeTensorConverter) else type(conv),
+            list(vars(conv)))
+
+
+def test_converted_modes_converter_is_torchs_once_used():
+    """The converted program's fake mode converts real tensors as torch's does: its
+    converter, made when first used, holds the attributes torch's constructor gives, in
+    its order, and the program decomposes and runs."""
+    from torch._subclasses.fake_tensor import FakeTensorConverter
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU())
+    ep = st.export(model, (torch.randn(5, 4),), dynamic_shapes={"input": {0: st.Dim("n")}})
+    ep.to_torch()
+    tep = ep.to_torch()
+    mode = next(n.meta["val"] for n in tep.graph.nodes if n.op == "placeholder").fake_mode
+    conv = mode.fake_tensor_converter
+    real = torch.randn(2, 3)
+    fake = mode.from_tensor(real, static_shapes=True)
+    assert fake.shape == (2, 3) and fake.fake_mode is mode and mode.from_tensor(
+        real, static_shapes=True) is fake  # (torch's memo of the real tensor)
+    theirs = FakeTensorConverter(copy_data=False, export=False)
+    assert isinstance(conv, FakeTensorConverter) and list(vars(conv)) == list(vars(theirs))
+    assert conv.export is False and not conv.meta_converter.copy_data
+    decomposed = tep.run_decompositions()
+    for n in (0, 1, 7):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(tep.module()(x), model(x))
+        torch.testing.assert_close(decomposed.module()(x), model(x))
+    with pytest.raises(Exception):
+        tep.module()(torch.randn(3, 5))
 
 
 def test_state_fakes_are_torchs_own():

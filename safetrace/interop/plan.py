@@ -1,0 +1,98 @@
+"""What a conversion reads of a safetrace program alone, found once per program (``plan_of``),
+and small tables the conversion reads (``interop/torch_export.py``): torch's objects are
+never kept here, each conversion makes its own."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from torch.utils import _pytree
+
+from safetrace.interop.hierarchy import fill_stacks
+from safetrace.interop.lazy import graph_signature
+
+
+def plan_of(ep: Any) -> tuple:
+    """What a conversion reads of the program alone, made once per program (kept while its
+    graph holds the same nodes, as ``_written_inputs`` keeps its answer): placeholders by
+    name, input specs in torch's order (parameters, buffers, constants, user inputs;
+    stable within each kind), the call nodes, their filled ``nn_module_stack``s and our
+    engine's env.  Torch's objects are never kept: each conversion makes its own."""
+    key = (id(ep.graph), len(ep.graph.nodes), ep.graph_signature.input_specs)
+    cached = ep.__dict__.get("_st_convert_plan")
+    if cached is not None and cached[0][0] == key[0] and cached[0][1] == key[1] and \
+            cached[0][2] is key[2]:
+        return cached[1]
+    ours = {n.name: n for n in ep.graph.find_nodes(op="placeholder")}
+    order = {"parameter": 0, "buffer": 1, "constant": 2, "user_input": 3}
+    ordered = sorted(ep.graph_signature.input_specs, key=lambda s: order[s.kind])
+    calls = [n for n in ep.graph.nodes if n.op == "call_function"]
+    # (the nodes a conversion walks where the graph holds subgraphs, else None: the call
+    # nodes serve; and the output node)
+    walk = [n for n in ep.graph.nodes if n.op in ("call_function", "get_attr")] \
+        if ep.graph.find_nodes(op="get_attr") else None
+    out = next(n for n in reversed(ep.graph.nodes) if n.op == "output")
+    # (then: the call nodes whose values a conversion made from ours with every size
+    # known to torch already, ``fakes.builds``' KNOWN, filled by the conversions; and what
+    # else a conversion finds from the plan alone, by name)
+    plan = (ours, ordered, calls, dict(zip(calls, fill_stacks(calls))), _symbolic_env(ep),
+            set(), {}, walk, out)
+    ep.__dict__["_st_convert_plan"] = (key, plan)
+    return plan
+
+
+def positional(spec: Any) -> int | None:
+    """How many leaves an input spec of positional leaves alone (``((x, y), {})``) holds;
+    None for any other structure (pytree's unflatten then serves)."""
+    try:
+        if type(spec) is not _pytree.TreeSpec or spec.type is not tuple or \
+                spec.num_children != 2:
+            return None
+        args, kwargs = spec.children()
+        if args.type is not tuple or kwargs.type is not dict or kwargs.num_children or \
+                not all(c.is_leaf() for c in args.children()):
+            return None
+        return args.num_children
+    except Exception:  # noqa: BLE001 - another pytree release: its unflatten serves
+        return None
+
+
+def _symbolic_env(ep: Any) -> Any:
+    """Our engine's env (for hints and to decide torch's guards), found on any symbolic
+    size of the program; None for a fully static program."""
+    for n in ep.graph.nodes:
+        val = n.meta.get("val")
+        meta = getattr(val, "st_meta", None)  # (a traced value's .shape: a slow path)
+        for s in meta.shape if meta is not None else (val,):
+            env = getattr(s, "env", None)
+            if env is not None and hasattr(env, "hint"):
+                return env
+    return None
+
+
+_KINDS: dict = {}  # a state input's kind -> torch's InputKind (`input_kind`)
+
+
+def input_kind(kind: str) -> Any:
+    """torch's ``InputKind`` of a state input of our `kind` (its table made once)."""
+    if not _KINDS:
+        kinds = graph_signature().InputKind
+        _KINDS.update({"parameter": kinds.PARAMETER, "buffer": kinds.BUFFER,
+                       "constant": kinds.CONSTANT_TENSOR})
+    return _KINDS[kind]
+
+
+_SPECIALIZED: tuple = (None, None)  # the last settings replaced, and the replacement
+
+
+def specialized(settings: Any) -> Any:
+    """``dataclasses.replace(settings, specialize_zero_one=True)``, made once for the
+    settings object every conversion's ShapeEnv shares (~1% of a small conversion); the
+    settings are frozen, so sharing the replacement is sharing a value."""
+    global _SPECIALIZED
+    last, made = _SPECIALIZED
+    if last is not settings:
+        made = dataclasses.replace(settings, specialize_zero_one=True)
+        _SPECIALIZED = (settings, made)  # (one assignment: a thread sees a matched pair)
+    return made
