@@ -201,9 +201,9 @@ def folded_at_zero(node: str, where: str, dim: str, tool: str) -> ConversionErro
     """A deploy tool's retrace would replace a size node by torch's symbolic value of it,
     which torch simplified assuming sizes are positive: another value where `dim` is 0."""
     return ConversionError(
-        f"node {node}{where} computes a size that torch's symbols, which assume every size "
-        f"is at least 1, simplify into another value at {dim} == 0 (`max(n, 1)` into "
-        f"`n`); {tool} retraces the program and would keep torch's value, so the deployed "
+        f"node {node}{where} computes a size (or a condition on sizes) that torch's "
+        f"symbols, which assume every size is at least 1, simplify into another value at "
+        f"{dim} == 0 (`max(n, 1)` into `n`, `n == 0` into False); {tool} retraces the program and would keep torch's value, so the deployed "
         f"program would answer {dim} == 0 wrongly (ep.module() and ep.to_torch().module() "
         f"compute eager's)",
         fix=f"declare the Dim with min=1 where 0 never occurs (st.Dim(..., min=1) for {dim}), "

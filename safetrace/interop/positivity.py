@@ -10,10 +10,10 @@ the symbolic value instead of the node: measured, the ``.pte`` and the AOTI pack
 
 `folded_at_zero` finds such a node: each size node of the graph is computed at sizes where
 one symbol whose range holds 0 is 0 (the others at their example values) and compared with
-torch's symbolic value there.  A size that differs, or a condition that holds there but
-that torch's value makes false where it must hold (an assert that would pass what it
-refuses), is reported; a condition torch's value makes false where it holds (the retrace
-then refuses an input the program accepts) narrows only, and is left."""
+torch's symbolic value there, where something other than size arithmetic reads it (a
+tensor operator, an assert, a cond's predicate).  A value that differs is reported, but a
+condition only asserted that torch's value makes false where it holds (the retrace then
+refuses an input the program accepts) narrows only, and is left."""
 
 from __future__ import annotations
 
@@ -48,7 +48,11 @@ def folded_at_zero(graph: torch.fx.Graph) -> tuple[torch.fx.Node, str] | None:
             theirs = _evaluated(node.meta.get("val"), binding)
             if theirs is None or theirs == value:
                 continue
-            if isinstance(value, bool) and value and not theirs:
+            read = [u for u in node.users if u.target not in _SIZE_OPS]
+            if not read:
+                continue  # (only more size arithmetic reads it: judged where that is read)
+            if isinstance(value, bool) and value and not theirs and \
+                    all(u.target is _aten._assert_scalar.default for u in read):
                 continue  # (narrowing only: the retrace refuses where this accepts)
             return node, zero
     return None

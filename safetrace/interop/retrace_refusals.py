@@ -37,8 +37,6 @@ def refuse_for_retrace(tep: Any, tool: str, folds: bool = True) -> None:
     """Raise for the first such node in `tep`'s graphs (branches and loop bodies too);
     with `folds`, also for size arithmetic the retrace would fold wrongly at 0
     (`refuse_folded`: st.to_onnx asks where it retraces)."""
-    if folds:
-        refuse_folded(tep, tool)
     for module in tep.graph_module.modules():
         if not isinstance(module, torch.fx.GraphModule):
             continue
@@ -56,6 +54,8 @@ def refuse_for_retrace(tep: Any, tool: str, folds: bool = True) -> None:
             if reads_written(node, memory_of(node.args[0])):
                 raise EI.aliased_write(node.name, str(t), _where(node), tool,
                                        _cloned_line(node))
+    if folds:
+        refuse_folded(tep, tool)
 
 
 def refuse_folded(tep: Any, tool: str) -> None:
