@@ -14,6 +14,7 @@ call whose kernel returns another rank or dtype stops there.
 
 from __future__ import annotations
 
+import contextvars
 import sys
 from typing import Any, Callable
 
@@ -30,13 +31,50 @@ from safetrace.trace.source import short, stack_trace
 aten = torch.ops.aten
 
 
+_FLAG = "fake_tensor_propagate_real_tensors"
+
+
 def requested() -> bool:
     """Whether torch's ``fake_tensor_propagate_real_tensors`` flag is set (read where torch
     keeps it, when torch has loaded it: never imported here)."""
     config = sys.modules.get("torch._functorch.config")
     if config is None:  # (not loaded: getattr on None would raise and drop an error)
         return False
-    return bool(getattr(config, "fake_tensor_propagate_real_tensors", False))
+    # (torch's config module reads an attribute by a Python __getattr__ reached after a
+    # failed lookup: ~17k instructions, twice per export once ``to_torch`` has loaded the
+    # module; its entry's override read directly where the entry holds no other source)
+    kept = _ENTRY[0]
+    table = vars(config).get("_config")
+    if kept is None or kept[0] is not config or kept[1] is not table or \
+            type(table) is dict and table.get(_FLAG) is not kept[2]:
+        kept = _ENTRY[0] = _plain_entry(config, table)
+    entry = kept[3]
+    if entry is None or entry.hide:
+        return bool(getattr(config, _FLAG, False))
+    value = entry.user_override.get()
+    return bool(kept[4] if value is kept[5] else value)
+
+
+# [(config module, its entry table, the flag's entry, that entry where plain or None, its
+# default, torch's "unset" marker)]
+_ENTRY: list = [None]
+
+
+def _plain_entry(config: Any, table: Any) -> tuple:
+    """``_ENTRY``'s row for `config`: the entry None where the flag's value may come from
+    anything but a per-context override and a fixed default (an alias, an environment
+    variable that forces it, a justknob, a deprecation warning, another torch's layout)."""
+    entry = table.get(_FLAG) if type(table) is dict else None
+    unset = getattr(sys.modules.get("torch.utils._config_module"), "_UNSET_SENTINEL", None)
+    try:
+        plain = unset is not None and type(entry.user_override) is contextvars.ContextVar and \
+            entry.alias is None and entry.justknob is None and not entry.deprecated and \
+            entry.env_value_force is unset and type(entry.default) is bool
+        default = entry.default if entry.env_value_default is unset else \
+            entry.env_value_default
+    except AttributeError:  # (another torch's entry, or none)
+        plain, default = False, None
+    return config, table, entry, entry if plain else None, default, unset
 
 
 def infer(tr: Recorder, op: Any, args: tuple, kwargs: dict, feed: Callable | None) -> Any:

@@ -34,7 +34,7 @@ def functions(model: Any, fn: Any, walk: list | None = None) -> tuple[list, bool
     class or a module holds is cached: an export walks only the model's instances.
     Gives the functions and whether that list is a cached answer (the same list object
     for as long as it holds)."""
-    parts: list[tuple[list, list]] = []
+    parts: list[tuple] = []
     fresh = False  # a part found on the instances (not cached): the union is not either
     take = parts.append
 
@@ -64,7 +64,7 @@ def functions(model: Any, fn: Any, walk: list | None = None) -> tuple[list, bool
             facts[_UNION] = hit
         return hit[2], True
     first = list(parts)
-    closure: list[tuple[types.ModuleType, tuple[list, list]]] = []
+    closure: list[tuple[types.ModuleType, tuple]] = []
     modules: dict[str, types.ModuleType] = {}
     for part in parts:
         for m in part[1]:
@@ -305,11 +305,11 @@ _ATOMS = frozenset((bool, int, float, str, type(None), torch.Tensor, torch.nn.Pa
 _CONTAINERS = frozenset((dict, list, tuple, set, collections.OrderedDict))
 # id(class) -> (a weak reference to it, what it reaches); a plain dict read by id (a
 # WeakKeyDictionary's get is a Python call making a reference each time)
-_CLASSES: dict[int, tuple[weakref.ref, tuple[list, list]]] = {}
-_MODULES: dict[str, tuple[int, tuple[list, list]]] = {}
+_CLASSES: dict[int, tuple[weakref.ref, tuple[list, list, tuple, tuple]]] = {}
+_MODULES: dict[str, tuple[int, tuple[list, list, tuple, tuple]]] = {}
 
 
-def _of_function(fn: Any) -> tuple[list, list]:
+def _of_function(fn: Any) -> tuple[list, list, tuple, tuple]:
     """What the traced callable reaches, cached per function while its module's namespace
     keeps its size (a bound method: its function; anything else is walked each time)."""
     f = getattr(fn, "__func__", fn)
@@ -318,7 +318,8 @@ def _of_function(fn: Any) -> tuple[list, list]:
         return _collect([fn])
     hit = _FUNCTIONS.get(id(f))
     if hit is None or hit[0]() is not f or hit[1] != len(f.__globals__) or \
-            hit[2] is not f.__code__ and original_code(f) is not hit[2]:
+            hit[2] is not f.__code__ and original_code(f) is not hit[2] or \
+            not same_codes(hit[3]):
         if len(_FUNCTIONS) > 10_000:
             _FUNCTIONS.clear()
         hit = _FUNCTIONS[id(f)] = (weakref.ref(f), len(f.__globals__), original_code(f),
@@ -330,16 +331,19 @@ def _of_function(fn: Any) -> tuple[list, list]:
 _FUNCTIONS: dict[int, tuple[weakref.ref, int, types.CodeType, Any]] = {}
 
 
-def _of_class(cls: type) -> tuple[list, list]:
+def _of_class(cls: type) -> tuple[list, list, tuple, tuple]:
+    """What a class reaches (``_collect``), cached while the class lives and every function
+    met has the code it had then (``same_codes``: a method's ``__code__`` replaced in
+    place is searched again)."""
     hit = _CLASSES.get(id(cls))
-    if hit is None or hit[0]() is not cls:
+    if hit is None or hit[0]() is not cls or not same_codes(hit[1]):
         if len(_CLASSES) > 10_000:
             _CLASSES.clear()
         hit = _CLASSES[id(cls)] = (weakref.ref(cls), _collect([cls]))
     return hit[1]
 
 
-def _of_module(m: types.ModuleType) -> tuple[list, list]:
+def _of_module(m: types.ModuleType) -> tuple[list, list, tuple, tuple]:
     """What module ``m`` defines that may hold user code (its functions and classes, and
     its dicts, lists and tuples: registries of functions); cached while the module's
     namespace keeps its size."""
@@ -354,13 +358,33 @@ def _of_module(m: types.ModuleType) -> tuple[list, list]:
     return hit[1]
 
 
-def _collect(roots: list, containers: int = 2) -> tuple[list, list]:
-    """The user functions that call ``int``/``float``, reachable from ``roots`` (through methods, closures, defaults,
-    ``__wrapped__`` and up to ``containers`` levels of dicts/lists/tuples), and the user
-    modules that define the classes met."""
+def same_codes(part: tuple) -> bool:
+    """Whether every function a ``_collect`` answer met still has the code it had then
+    (``f.__code__ = ...`` after an export changes what the search finds).  The codes are
+    read and compared in one pass (an equal code compares equal: its search is the same);
+    where one differs, each function's own code is looked up (another export may hold it
+    rewritten: ``original_code``)."""
+    fns = part[2]
+    if not fns or tuple(map(_CODE_OF, fns)) == part[3]:
+        return True
+    return all(map(operator.is_, map(original_code, fns), part[3]))
+
+
+_CODE_OF = operator.attrgetter("__code__")
+
+
+def _collect(roots: list, containers: int = 2) -> tuple[list, list, tuple, tuple]:
+    """The user functions that call ``int``/``float``, reachable from ``roots`` (through
+    methods, closures, defaults, ``__wrapped__`` and up to ``containers`` levels of
+    dicts/lists/tuples), the user modules that define the classes met, and every function
+    met with its code then (``same_codes``: the answer's cache entries of a function or
+    a class are kept while those are the same; a module's, while its namespace keeps its
+    size)."""
     funcs: list[types.FunctionType] = []
     mods: list[types.ModuleType] = []
     seen: set[int] = set()
+    met: list[types.FunctionType] = []
+    codes: list[types.CodeType] = []
 
     def visit(v: Any, depth: int) -> None:
         if id(v) in seen:
@@ -379,6 +403,8 @@ def _collect(roots: list, containers: int = 2) -> tuple[list, list]:
         v = getattr(v, "__func__", v)  # bound methods
         if isinstance(v, types.FunctionType):
             code = original_code(v)
+            met.append(v)
+            codes.append(code)
             if not user_code(code):
                 return
             if rewrite(code) is not code or reads_class(code):  # it calls int() ...
@@ -414,7 +440,7 @@ def _collect(roots: list, containers: int = 2) -> tuple[list, list]:
 
     for r in roots:
         visit(r, 0)
-    return funcs, mods
+    return funcs, mods, tuple(met), tuple(codes)
 
 
 # (the key, in a walk's facts, of ``kept_search``'s record: what the last export of the
@@ -466,7 +492,8 @@ def same_search(fn: Any, walk: Any, kept: tuple) -> bool:
     if _FUNCTIONS.get(id(f)) is not entry or entry[0]() is not f or \
             entry[2] is not f.__code__ or \
             entry[1] != len(f.__globals__) or walk.facts.get(_UNION) is not union or \
-            not all(map(operator.is_, map(_CLASSES.get, ids), classes)):
+            not all(map(operator.is_, map(_CLASSES.get, ids), classes)) or \
+            not all(map(same_codes, union[0])):  # (the function's and classes' answers)
         return False
     for m, hit in closure:
         if _MODULES.get(m.__name__) is not hit or hit[0] != len(m.__dict__):

@@ -183,6 +183,40 @@ def test_without_the_flag_the_fake_is_trusted_as_in_torch() -> None:
     assert st.export(Call(swapped), args).graph is not None
 
 
+
+def test_the_flag_is_read_at_each_export_however_it_is_set() -> None:
+    """The flag read from torch's config entry (an attribute read there costs a Python
+    __getattr__ after a failed lookup): each export in one process sees the flag as torch
+    reads it, set by ``patch``, by assignment, or by another thread's ``patch`` (torch's
+    overrides are per context: this thread does not see it)."""
+    import threading
+
+    config = torch._functorch.config
+    args = (R(4, 8), R(4, 8))
+
+    def refused() -> bool:
+        try:
+            st.export(Call(swapped), args)
+        except FakeKernelMismatch:
+            return True
+        return False
+
+    assert not refused()
+    with config.patch(fake_tensor_propagate_real_tensors=True):
+        assert refused()
+        seen: list = []
+        other = threading.Thread(target=lambda: seen.append(refused()))
+        other.start()
+        other.join()
+        assert seen == [False]
+    assert not refused()
+    with config.patch(fake_tensor_propagate_real_tensors=False):  # (put back on exit)
+        config.fake_tensor_propagate_real_tensors = True
+        assert refused()
+        config.fake_tensor_propagate_real_tensors = False
+        assert not refused()
+    assert not refused()
+
 # -- a custom op without a fake kernel: inferred from one run of its kernel ---------------
 # (torch's test_draft_export_infers_fake_kernel, test_draft_export_fake_kernel_inference_errors)
 @torch.library.custom_op("st_draft::outer", mutates_args=())
