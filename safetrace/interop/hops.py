@@ -309,6 +309,9 @@ def _merged_size(conv: Any, s: Any) -> Any:
             conv.shape_env.constrain_symbol_range(u.node.expr, max(lo, 0), hi)
             em.values[name] = u
             em.symbol_names[u.node.expr] = sym(name)
+            if e != sym(name):  # (`u % 9`: no output holds the symbol bare, nothing binds
+                # it; an unbound size from data, fuzz seed 3601)
+                conv.shape_env.ignorable_fresh_unbacked_symbols.append(u.node.expr)
     return evaluate(e, em.values)
 
 
@@ -401,6 +404,9 @@ def torch_size(conv: Any, s: Any) -> Any:
                 u = conv.shape_env.create_unbacked_symint()
             em.values[name] = u
             em.symbol_names[u.node.expr] = sym(name)
+            if e != sym(name):  # (`u % 9`: no output holds the symbol bare, nothing binds
+                # it; an unbound size from data, fuzz seed 3601)
+                conv.shape_env.ignorable_fresh_unbacked_symbols.append(u.node.expr)
     return evaluate(e, em.values)
 
 

@@ -71,7 +71,19 @@ class _EmptyRowsAndCond(torch.nn.Module):
         return v0, v1, v7
 
 
+class _ItemModSizes(torch.nn.Module):
+    def forward(self, x, y):
+        v0 = torch.ones(torch.tensor(x.shape[2] * 1).to(torch.int32).item() % 9)
+        v1 = v0[:x.size(1)]
+        if v1.shape[0] == 1:   # a split on data; each side makes `u % 9` of its own item()
+            v3 = v1.squeeze(0)
+        else:
+            v3 = v1.sum(0)
+        return v0, v1, v3
+
+
 _d0 = Dim("d0", min=2)
+_e0 = Dim("e0", min=1)
 _y = {0: Dim("d2", min=1), 1: Dim("d3", min=1, max=4), 2: Dim("d4", max=4)}
 CASES = {
     # (model, example shapes, spec, other shapes (0 and 1 among them), shapes outside)
@@ -99,6 +111,13 @@ CASES = {
          [(4, 2, 1), (1, 0), (0, 0, 2, 2)], [(4, 5, 3), (3, 0), (3, 0, 5, 1)],
          [(4, 2, 2), (2, 0), (1, 0, 2, 0)]],
         [(4, 2, 1), (5, 0), (2, 0, 2, 3)]),
+    # the merged outputs sized `u % 9` of a symbol no output holds bare: nothing bound it
+    # (was PendingUnbackedSymbolNotFound, fuzz seed 3601; session 36 lead)
+    "size_of_data_no_output_binds": (
+        _ItemModSizes(), [(2, 7, 4), (7, 0, 4, 7)],
+        ({0: _e0, 2: Dim.AUTO}, {0: Dim("e1"), 1: Dim.DYNAMIC, 2: 2 * _e0, 3: Dim("e1")}),
+        [[(2, 7, n), (7, 0, 4, 7)] for n in (0, 1, 9, 10, 17)] + [[(1, 7, 3), (2, 3, 2, 2)]],
+        [(3, 7, 4), (7, 0, 4, 7)]),
 }
 
 
@@ -110,6 +129,9 @@ def test_cond_sides_convert_like_eager(name, way, monkeypatch):
         # torch's flatten on the side d0*d1 != 0 at the example's sizes (d0*d1 == 0),
         # where torch's engine, holding the side's fact, refuses its own hint (`False !=
         # True`), as test_to_torch_split_sides' zero_rows_side_kept
+        monkeypatch.setenv("SAFETRACE_VERIFY_TO_TORCH", "0")
+    if name == "size_of_data_no_output_binds":  # (verify: torch cannot tell that the side
+        # v1.shape[0] == 1 holds min(7, u % 9) == 1, a fact from data)
         monkeypatch.setenv("SAFETRACE_VERIFY_TO_TORCH", "0")
     computed = converts_like_eager(model, example, spec, others, outside, way=way)
     assert computed == 1 + len(others)
