@@ -85,3 +85,23 @@ def test_kind_survives_save_and_load(tmp_path):
     st.save(ep, tmp_path / "p.st")
     back = st.load(tmp_path / "p.st")
     assert "Eager does not raise here" in _refusal(back, torch.ones(4), torch.ones(4))
+
+
+class Broadcast(torch.nn.Module):
+    def forward(self, x, y):
+        return x.reshape(-1) + y.reshape(-1)
+
+
+def test_broadcast_says_where_eager_raises_and_where_it_broadcasts():
+    D = Dim.DYNAMIC
+    ep = st.export(Broadcast(), (torch.ones(2, 3), torch.ones(3, 2)),
+                   dynamic_shapes=({0: D, 1: D}, {0: D, 1: D}))
+    for xs, ys in [((0, 5), (5, 0)), ((1, 4), (2, 2)), ((3, 3), (1, 9))]:
+        x, y = torch.randn(xs), torch.randn(ys)
+        torch.testing.assert_close(ep.module()(x, y), Broadcast()(x, y))
+    with pytest.raises(RuntimeError):  # 6 against 4: eager raises too
+        Broadcast()(torch.ones(2, 3), torch.ones(2, 2))
+    msg = _refusal(ep, torch.ones(2, 3), torch.ones(2, 2))
+    assert "Eager raises too where these sizes differ and none is 1 (broadcasting); where " \
+           "one is 1 it broadcasts, which the program was not traced for." in msg
+    assert "Eager does not raise" not in msg
