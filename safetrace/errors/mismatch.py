@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 from safetrace.errors.base import InputMismatchError, Where
@@ -163,12 +164,40 @@ class FailedCondition(InputMismatchError):
     torch_classes: ClassVar[tuple[str, ...]] = _GUARD
 
 
-def failed_condition(text: str, origin: str) -> FailedCondition:
+def failed_condition(text: str, origin: str, kind: str = "", fix: str = "") -> FailedCondition:
+    """``kind``: where the condition came from (``Contract.Condition.kind``): an op's or the
+    code's own requirement, broadcasting's, or the answer the trace took of a branch;
+    ``fix``: pasteable declarations that keep a branch's condition ('' if none)."""
     if text == "False":  # (a kernel's check the static example sizes broke: torch's
         # program raises the kernel's error at every call, and so does ours)
         return FailedCondition(f"every input breaks a requirement of the program, which "
                                f"the example inputs broke too{origin}")
-    return FailedCondition(f"the inputs violate `{text}`, required{origin}")
+    head = f"the inputs violate `{text}`, required{origin}"
+    if kind == "requirement":
+        return FailedCondition(f"{head}. Eager raises for these inputs too: it is the code's "
+                               f"or an op's own requirement.",
+                               fix=f"pass inputs where `{text}` holds")
+    if kind == "broadcast":
+        return FailedCondition(f"{head}. Eager raises too where these sizes differ and none "
+                               f"is 1 (broadcasting); where one is 1 it broadcasts, which the "
+                               f"program was not traced for.",
+                               fix=f"pass inputs where `{text}` holds")
+    if kind != "branch":
+        return FailedCondition(head)
+    at = re.search(r" at ([^,)]+)[,)]", origin)
+    line = f"at {at.group(1)}" if at else "at the line named"
+    names = list(dict.fromkeys(re.findall(r"(\w+)\.shape\[", text))) or ["x"]
+    ops = f"({', '.join(names)},)" if len(names) == 1 else f"({', '.join(names)})"
+    cond_fix = (f"or make both sides traceable: in place of the branch {line}, "
+                f"out = torch.cond({text}, true_fn, false_fn, {ops})  "
+                f"(true_fn / false_fn: the two sides, functions of {', '.join(names)})")
+    return FailedCondition(
+        f"{head}. Eager does not raise here: the program was exported for one answer of "
+        f"this condition {line} (the one the example inputs gave), and for these inputs "
+        f"eager computes the other side, which the program does not contain.",
+        fix=f"pass inputs where `{text}` holds; "
+            + (f"or export again with a range that keeps the condition: {fix}; " if fix else "")
+            + cond_fix)
 
 
 class WrongConstant(InputMismatchError):

@@ -20,7 +20,7 @@ import torch
 from safetrace import errors as E
 from safetrace.exporter.contract import ConstInput, Contract, InputDim, TensorInput
 from safetrace.symbolic import Range
-from safetrace.symbolic.describe import passing_sizes
+from safetrace.symbolic.describe import WINDOW, passing_sizes
 from safetrace.symbolic.expr import sym
 from safetrace.symbolic.semantics import holds
 
@@ -82,7 +82,7 @@ class CheckBuilder:
             if not c.cond.free_symbols <= bound:
                 continue  # on data-dependent values: asserted inside the graph
             text = self.const(contract.where_text(c.cond))
-            why = self.const(_Why(c.origin, c.cond, contract))
+            why = self.const(_Why(c.origin, c.cond, contract, c.kind))
             # evaluated total: a domain error (sqrt of a negative, log(0), int(nan), a
             # complex power compared) is a rejection of these sizes, not a crash -- unless
             # the condition holds anyway (a defined disjunct of an `or` is true, whatever
@@ -202,10 +202,11 @@ def mismatch(kind: str, path: str, got: Any, expected: Any) -> E.InputMismatchEr
     return _BUILD[kind](path, got, expected)
 
 
-def condition_origin(cond: Any, origin: str, contract: Contract) -> Any:
+def condition_origin(cond: Any, origin: str, contract: Contract, kind: str = "") -> Any:
     """What a failed residual condition names as its origin (the ``'guard'`` check's
-    `expected`): `origin`, then which sizes pass when one size decides."""
-    return _Why(origin, cond, contract)
+    `expected`): `origin`, then which sizes pass when one size decides; `kind`: the
+    condition's (``Condition.kind``)."""
+    return _Why(origin, cond, contract, kind)
 
 
 _BUILD: dict[str, Callable[[str, Any, Any], E.InputMismatchError]] = {
@@ -225,10 +226,10 @@ _BUILD: dict[str, Callable[[str, Any, Any], E.InputMismatchError]] = {
     "strides": lambda path, got, origin: E.wrong_layout(path, tuple(got.stride()),
                                                         got.storage_offset(), origin,
                                                         _row_major_strides(tuple(got.shape))),
-    "guard": lambda text, got, origin: E.failed_condition(text, origin),
+    "guard": lambda text, got, origin: E.failed_condition(text, str(origin), *_kind(origin)),
     "undefined": lambda text, err, origin: E.failed_condition(
         text, f"{origin}; it is undefined at these sizes ({type(err).__name__}: "
-              f"{str(err)[:100]})"),
+              f"{str(err)[:100]})", *_kind(origin)),
     "value": E.wrong_constant,
     "int": lambda path, got, _: E.dynamic_int_type(path, got),
     "int_relation": lambda path, got, exp: E.dynamic_int_relation(path, got[0], exp[2][0],
@@ -255,14 +256,56 @@ def _row_major_strides(shape: tuple) -> tuple:
 
 
 class _Why:
-    """The origin of a residual condition, and (worked out only when a check fails) which
-    sizes pass it."""
+    """The origin of a residual condition and its kind, and (worked out only when a check
+    fails) which sizes pass it and a declaration that keeps it."""
 
-    def __init__(self, origin: str, cond: Any, contract: Any) -> None:
-        self.origin, self.cond, self.contract = origin, cond, contract
+    def __init__(self, origin: str, cond: Any, contract: Any, kind: str = "") -> None:
+        self.origin, self.cond, self.contract, self.kind = origin, cond, contract, kind
 
     def __str__(self) -> str:
         return self.origin + _passing(self.cond, self.contract)
+
+
+def _kind(why: Any) -> tuple[str, str]:
+    """(kind, fix) of a failed condition's origin: for a branch's condition on one size, the
+    dynamic_shapes entry of a range where it holds ('' where none is found)."""
+    if not isinstance(why, _Why):
+        return "", ""
+    return why.kind, _keeping_range(why.cond, why.contract) if why.kind == "branch" else ""
+
+
+def _keeping_range(cond: Any, contract: Any) -> str:
+    """``dynamic_shapes={'x': {0: Dim('x_0', min=2, max=6)}}``: the widest run of sizes of
+    the one size `cond` is on, within its range, where `cond` holds ('' if none is found
+    or the size is not a top-level input's dim)."""
+    if len(cond.free_symbols) != 1:
+        return ""
+    (name,) = cond.free_symbols
+    spec = next((s for s in contract.symbols if s.name == name), None)
+    m = re.fullmatch(r"(\w+)\.shape\[(\d+)\]", spec.where or "") if spec else None
+    if m is None:
+        return ""
+    lo = max(spec.lo or 0, 0)
+    top = lo + WINDOW if spec.hi is None else min(spec.hi + 1, lo + WINDOW)
+    runs: list[list[int]] = []
+    for v in range(lo, top):
+        try:
+            ok = holds(cond, {name: v})
+        except (ArithmeticError, ValueError, TypeError):
+            ok = False
+        if ok and runs and runs[-1][1] == v - 1:
+            runs[-1][1] = v
+        elif ok:
+            runs.append([v, v])
+    if not runs:
+        return ""
+    a, b = max(runs, key=lambda r: (r[1] - r[0], r[0]))
+    bounds = ([f"min={a}"] if a > 0 else []) + (
+        [] if b == top - 1 and spec.hi is None else [f"max={b}"])
+    if b == top - 1 and spec.hi is None and len(runs) > 1:
+        return ""  # (no single run to the end of the window: not one range)
+    dim = f"Dim({m.group(1) + '_' + m.group(2)!r}{''.join(', ' + x for x in bounds)})"
+    return f"dynamic_shapes={{{m.group(1)!r}: {{{m.group(2)}: {dim}}}}}"
 
 
 def _passing(cond: Any, contract: Any) -> str:

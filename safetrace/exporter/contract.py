@@ -50,6 +50,7 @@ from safetrace.trace.source import from_text
 
 SYMBOL_NAME = re.compile(r"^[su][0-9]{1,9}$")
 DIM_KINDS = ("static", "bind", "derived", "equal", "unchecked")
+CONDITION_KINDS = ("", "requirement", "broadcast", "branch")
 
 
 def _require(ok: bool, what: str) -> None:
@@ -150,10 +151,16 @@ class Condition:
 
     cond: Expr
     origin: str = ""
+    # where it came from: "requirement" (an op's own check, torch._check, an assert: eager
+    # raises where it fails), "broadcast" (broadcasting's equality: eager raises where the
+    # sizes differ and neither is 1), "branch" (the answer the trace took of a branch or a
+    # specialization: eager computes something else where it fails); "": not recorded
+    kind: str = ""
 
     def __post_init__(self) -> None:
         _require(isinstance(self.cond, Expr) and self.cond.is_bool,
                  "a residual condition must be a boolean expression")
+        _require(self.kind in CONDITION_KINDS, f"unknown condition kind {self.kind!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -465,8 +472,8 @@ def build_contract(env: Env, decls: list, leaves: list, shapes: list,
         symbols.append(SymbolRange(name, None if lo == -math.inf else int(lo),
                                    None if hi == math.inf else int(hi), info.backed,
                                    bound.get(name), origin(name) if name in bound else ""))
-    conditions = tuple(Condition(g.cond, from_text(g.origin) + kernel_note(g.origin))
-                       for g in fates.residual) + \
+    conditions = tuple(Condition(g.cond, from_text(g.origin) + kernel_note(g.origin),
+                                 _condition_kind(g)) for g in fates.residual) + \
         declared_range_conditions(decls, fates, Condition)  # (c == a*b: c's own range)
     contract = Contract(tuple(inputs), tuple(symbols), conditions)
     if key is not None:
@@ -518,3 +525,10 @@ def _why(env: Env, decl: Any, origin: Any) -> str | None:
     if decl.kind in ("named", "derived"):
         return f" (as declared: {decl.spec!r})"
     return None
+
+
+def _condition_kind(g: Any) -> str:
+    """``Condition.kind`` of a residual guard."""
+    if g.precondition:
+        return "requirement"
+    return "broadcast" if g.required_from else "branch"

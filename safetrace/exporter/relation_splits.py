@@ -377,7 +377,7 @@ def _contract(ep: ExportedProgram, other: ExportedProgram, cond: Any,
             [(c, cond) for c in other.contract.conditions if c.cond != not_(cond)]:
         e = or_(where, c.cond)
         if not (e.op == "const" and e.value):
-            conditions.append(Condition(e, c.origin))
+            conditions.append(Condition(e, c.origin, c.kind))
     return dataclasses.replace(ep.contract, conditions=tuple(conditions))
 
 

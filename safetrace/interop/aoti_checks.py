@@ -294,7 +294,7 @@ class PackageChecks:
                 self.unchecked.append(self.contract.where_text(c.cond))
                 continue
             text = self.contract.where_text(c.cond)
-            why = condition_origin(c.cond, c.origin, self.contract)
+            why = condition_origin(c.cond, c.origin, self.contract, c.kind)
             undefined = mismatch("undefined", text,
                                  ZeroDivisionError("integer division or modulo by zero"), why)
             out += [f"bool ok{j} = true, undef{j} = false;",

@@ -30,15 +30,21 @@ def solution(self: Any) -> Solution:
         else:
             kind = "equal" if v.op == "sym" else "derived"
             out.fates[name] = Fate(kind, self.bounds(v), expr=v)
-    seen: set[Expr] = set()
+    kept: dict[Expr, Guard] = {}
     backed_facts = [f for f in self.facts if all(n in self.hints for n in
                                                  f.cond.free_symbols)]
+    settled = {s.cond for s in self.settled}  # (an assumed answer, not a user's check)
+    checks = {id(f) for f in backed_facts if f.cond not in settled}
     for g in self.guards + backed_facts + self.requirements:
         c = substitute(g.cond, self.subst.get)
-        if c in seen or D.bounds_of(self, c).lo == 1:
+        if D.bounds_of(self, c).lo == 1:
             continue
-        seen.add(c)
-        out.residual.append(Guard(c, g.origin))
+        # an op's own requirement, a torch._check / assert: eager raises where it fails
+        pre = g.precondition or id(g) in checks
+        if c not in kept:  # (the first to ask decides what it is: eager's path meets it first)
+            kept[c] = Guard(c, g.origin, pre, 0 if pre else g.required_from,
+                            () if pre else g.sizes)
+    out.residual.extend(kept.values())
     return out
 
 def check_binding(self: Any, binding: Mapping[str, int]) -> list[Expr]:
