@@ -337,10 +337,9 @@ class DynamicDims(NamedRelations):
                 named = getattr(decl.spec, "root", decl.spec)  # (the Dim: every use of it,
                 if decl.kind in ("named", "derived"):  # other inputs' too, pinned at once)
                     self.dim_fixes.setdefault(named.name, pinned[0])
-                    if named.name in self.overrides:  # (a split's side: a size split
-                        # keeps it, bamba's `pad_size > 0` on the side from 2 to 8, at 8)
-                        self.narrowed += filter(None, [point_narrowing(
-                            decl.spec, value, self.roots)])
+                    self.narrowed += filter(None, [point_narrowing(  # (a size split
+                        decl.spec, value, self.roots)])  # keeps it: bamba's `pad_size > 0`
+                    # on the side from 2 to 8, at 8; dinov2's position table at 32 alone)
                 problems.append(Violation(
                     label, f"can only be {value}{origin}: the program's run-time condition "
                            f"holds for no other value in {declared!r}'s range.",
