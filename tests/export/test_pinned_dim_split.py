@@ -92,3 +92,9 @@ def test_a_pin_no_other_side_traces_is_refused_as_before():
     with pytest.raises(st.ExportError, match="can only be 4"):
         st.export(OnlyFour(), (torch.randn(4, 3),),
                   dynamic_shapes=({0: st.Dim("n", min=1, max=8)},))
+
+
+def test_explain_shows_the_split_at_the_pinned_value():
+    report = str(st.explain(PosTable(), (torch.randn(2, 4, 3),),
+                            dynamic_shapes=({1: st.Dim("n", min=1, max=8)},)))
+    assert "size split on `n == 4`" in report and "5 <= n <= 8" in report, report
