@@ -80,6 +80,9 @@ class DynamicDims(NamedRelations):
         # (Dim name, lo, hi it works for, declared lo, declared hi, hint, soft); soft: the
         # condition also holds beyond [lo, hi] (`s != 7`): a split there may not end
         self.narrowed: list[tuple[str, int, float, int, float, int, bool]] = []
+        # a named Dim pinned to one value by run-time conditions outside a split's side:
+        # where its split needs more than max_splits, the refusal keeps the static fix
+        self.pinned_top = False
         self.omitted: dict[str, tuple] = {}             # path -> shape, left out of the spec
         # example sizes outside a dim hint's range (example_out_of_range's arguments):
         # every input is read before one error lists them all (``example_ranges``)
@@ -337,10 +340,10 @@ class DynamicDims(NamedRelations):
                 named = getattr(decl.spec, "root", decl.spec)  # (the Dim: every use of it,
                 if decl.kind in ("named", "derived"):  # other inputs' too, pinned at once)
                     self.dim_fixes.setdefault(named.name, pinned[0])
-                    if named.name in self.overrides:  # (a split's side: a size split
-                        # keeps it, bamba's `pad_size > 0` on the side from 2 to 8, at 8)
-                        self.narrowed += filter(None, [point_narrowing(
-                            decl.spec, value, self.roots)])
+                    self.narrowed += filter(None, [point_narrowing(  # (a size split
+                        decl.spec, value, self.roots)])  # keeps it: bamba's `pad_size > 0`
+                    # on the side from 2 to 8, at 8; dinov2's position table at 32 alone)
+                    self.pinned_top = self.pinned_top or named.name not in self.overrides
                 problems.append(Violation(
                     label, f"can only be {value}{origin}: the program's run-time condition "
                            f"holds for no other value in {declared!r}'s range.",
@@ -404,6 +407,7 @@ def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDim
         # every problem narrows a named Dim around its hint: a size split can keep the
         # declared space (exporter/splits.py)
         exc.st_narrowed = list(dyn.narrowed) if len(dyn.narrowed) == len(problems) else []
+        exc.st_pinned = dyn.pinned_top  # (splits.py: too many splits keep this refusal)
         exc.st_related = dyn.relations()  # (the sides' hints of the dims related to them)
         # every problem a relation no range expresses: a relation split can keep the
         # declared space (exporter/relation_splits.py)

@@ -83,7 +83,8 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
         ep.split_start = original.with_traceback(None)
         return ep
     except Exception as why:  # noqa: BLE001 - a split never makes an error worse
-        if getattr(why, "kind", "") == "too-many-splits":
+        if getattr(why, "kind", "") == "too-many-splits" and not getattr(
+                original, "st_pinned", False):  # (a pin's refusal names its static fix)
             raise
         if getattr(original, "st_relation", None):  # a condition holding on many ranges
             try:  # (`s % 20 < 10`): split on it as on a relation, two sides in all
