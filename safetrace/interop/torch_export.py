@@ -20,6 +20,7 @@ import builtins
 import copy
 import math
 import operator
+import threading
 import warnings
 from typing import Any
 
@@ -81,6 +82,18 @@ _SPECIALIZING = tuple(getattr(torch.ops.aten, op).input for op in
     torch.ops.aten.pad_sequence.default,)  # (its Python max() of lengths: one guarded side)
 
 
+# One conversion at a time propagates under torch's Python dispatcher.  Its cache of each
+# op's handler per dispatch key (``OpOverload._dispatch_cache``) is filled on the op's first
+# dispatch in the process, unlocked: torch's C++ side finds no entry and calls
+# ``_get_dispatch``, which raises ``AssertionError: aten.relu.default DispatchKey.Python
+# already in dispatch cache`` where another thread filled it in between (again after a
+# Python kernel's registration, which empties an op's cache).  Threads converting at once
+# as a process's first conversions failed so (``sys.setswitchinterval(1e-6)``: 2 threads,
+# a Linear and a ReLU, 1 process in 16; 4 threads, 12 ops, 4 in 11).  The rest of the
+# conversion runs unlocked.  Reentrant: a fake kernel may convert.
+_PROPAGATING = threading.RLock()
+
+
 def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
     """See :func:`safetrace.interop.to_torch`.  (The cyclic collector paused, as during an
     export: a full collection in the middle costs tens of ms in a process holding torch.)"""
@@ -126,8 +139,9 @@ class _Converter:
         # Size-oblivious answers for `size == 1` tests (broadcasting, contiguity): our
         # engine already proved every shape for the whole input space, and each node's
         # shape is compared with ours below, so torch needs no 0/1 guards of its own.
-        with config_set(fx_config(), "backed_size_oblivious", True), entered(self.mode), \
-                enable_python_dispatcher(), torch.set_grad_enabled(torch.is_grad_enabled()):
+        with _PROPAGATING, config_set(fx_config(), "backed_size_oblivious", True), \
+                entered(self.mode), enable_python_dispatcher(), \
+                torch.set_grad_enabled(torch.is_grad_enabled()):
             inputs = []
             aliased = vars(ep).get("state_aliases")
             # (the placeholders made in one run, their names kept per program's list:

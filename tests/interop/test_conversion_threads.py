@@ -172,3 +172,74 @@ def test_size_oblivious_setting_is_the_converting_threads_only(monkeypatch) -> N
     assert seen["after"]  # unset again on the converting thread
     x = torch.randn(7, 5)
     torch.testing.assert_close(seen["tep"].module()(x), program.module()(x))
+
+
+_FIRST_CONVERSIONS = r'''
+import sys, threading
+import torch
+import safetrace as st
+
+sys.setswitchinterval(1e-6)  # (thread switches between any two bytecodes: races show)
+
+
+class Net(torch.nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.lin = torch.nn.Linear(width, 6)
+        self.norm = torch.nn.LayerNorm(6)
+
+    def forward(self, x):
+        y = self.norm(torch.relu(self.lin(x)))
+        y = torch.tanh(y) + torch.sigmoid(y) * torch.nn.functional.gelu(y)
+        y = torch.softmax(y, -1) - torch.exp(-y.abs())
+        return torch.cat([y, y.sum(-1, keepdim=True), y.mean(-1, keepdim=True)], -1)
+
+
+widths = (5, 6, 7, 8)
+programs = [st.export(Net(w).eval(), (torch.randn(4, w),),
+                      dynamic_shapes={"x": {0: st.Dim("batch", max=64)}}) for w in widths]
+for round in range(12):
+    if round:  # torch's handlers looked up anew, as after a Python kernel's registration
+        for op in torch._ops.get_cached_ops():
+            op._dispatch_cache.clear()
+    barrier, errors, out = threading.Barrier(len(widths)), [], {}
+
+    def convert(i):
+        try:
+            barrier.wait()
+            out[i] = programs[i].to_torch(verify=True)
+        except BaseException as exc:
+            errors.append(f"round {round}: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=convert, args=(i,)) for i in range(len(widths))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+for w, program, i in zip(widths, programs, range(len(widths))):
+    for n in (0, 1, 9):
+        x = torch.randn(n, w)
+        torch.testing.assert_close(out[i].module()(x), program.module()(x))
+    try:
+        out[i].module()(torch.randn(65, w))
+    except Exception:
+        pass
+    else:
+        raise AssertionError("batch 65 accepted")
+print("converted")
+'''
+
+
+def test_first_conversions_of_a_process_in_threads() -> None:
+    """Four threads converting four programs at once as a process's first conversions
+    (torch's Python dispatcher finds no handler of any op yet), then again after torch's
+    handlers are dropped, as registering a Python kernel drops an op's: each conversion
+    gets its program, none torch's ``already in dispatch cache`` error of another
+    thread's lookup (before the lock 4 of 4 processes failed, in rounds 0 and 1)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _FIRST_CONVERSIONS], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0 and "converted" in done.stdout, done.stderr[-3000:]
