@@ -16,21 +16,16 @@ import warnings
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 import safetrace as st
 from safetrace import Dim
+from tests.interop.test_cond_merge import _SqueezeOrSum
 
 _TOOLS = (st.to_onnx, st.to_executorch, st.to_aoti)
 
 
-class SqueezeOrSum(torch.nn.Module):
-    def forward(self, x):
-        if x.shape[0] == 1:   # a size split; the other side's pixel_shuffle input has 0 rows
-            v0 = x.squeeze(0)
-        else:
-            v0 = x.sum(0)
-        return v0, F.pixel_shuffle(x[None, None, None, ...].repeat(1, 4, 1, 1), 2)
+# (the cond torch cannot merge: a size split whose other side has 0 rows)
+SqueezeOrSum = _SqueezeOrSum
 
 
 def test_cond_from_ours_refused_by_every_deploy_helper_with_the_dim_fix():
