@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import operator
-import math
 import re
 from typing import Any
 
@@ -23,11 +22,11 @@ from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.exporter.declared_ranges import checked_bounds
 from safetrace.rules.kernel_checks import kernel_checked
-from safetrace.interop.divisions import guarded_divisions
+from safetrace.interop.divisions import contract_ranges, guarded_divisions
 from safetrace.interop.lazy import value_ranges
 from safetrace.interop.symops import sym_op
 from safetrace import symbolic as S
-from safetrace.symbolic import Expr, Range
+from safetrace.symbolic import Expr
 from safetrace.symbolic.expr import const as _const
 from safetrace.symbolic.expr import fconst as _fconst
 from safetrace.symbolic.expr import sym as _sym
@@ -230,24 +229,12 @@ class ContractEmitter:
         if not c.conditions:
             return
         bound = {s.name for s in c.symbols if s.where is not None}
-        ranges = self._checked_ranges(c, bound)
+        ranges = contract_ranges(c)
         for cond in c.conditions:
             if cond.cond.free_symbols <= bound and not self._kernels_own(cond):
                 self._assert(self.node(guarded_divisions(cond.cond, ranges)),
                              f"the inputs must satisfy "
                              f"`{c.where_text(cond.cond)}`{cond.origin}")
-
-    def _checked_ranges(self, c: Any, bound: set) -> dict:
-        """Each bound symbol's range as the asserts before the conditions hold it (a size
-        from 0 or its checked lower end; an int input from its declared one)."""
-        scalars = self.scalar_symbols
-        out = {}
-        for s in c.symbols:
-            if s.name in bound:
-                lo = (s.lo if s.lo is not None else -math.inf) if s.name in scalars \
-                    else s.checked_lo
-                out[s.name] = Range(lo, s.hi if s.hi is not None else math.inf)
-        return out
 
     def _kernels_own(self, cond: Any) -> bool:
         """A check torch's kernel makes (``rules/kernel_checks``) that the example breaks

@@ -18,6 +18,8 @@ then rests on its other sides, and an ``and`` refuses, where the division has no
 
 from __future__ import annotations
 
+import math
+
 from safetrace import symbolic as S
 from safetrace.symbolic import Expr
 from safetrace.symbolic.canon import and_, eq, max_, ne, or_
@@ -125,8 +127,6 @@ def contract_ranges(contract: object) -> dict:
     conditions hold it: a size from its checked lower end (0 where none is checked), an
     int input from its declared one, up to its maximum (the ranges `guarded_divisions`
     reads; ``interop/contract.py`` asserts conditions with the same)."""
-    import math
-
     scalars = {dim.symbol for inp in getattr(contract, "inputs", ())
                if getattr(inp, "scalar", False) for dim in getattr(inp, "dims", ())}
     out = {}
