@@ -76,10 +76,11 @@ def test_a_forward_replaced_on_the_class_after_two_exports_is_searched_again() -
     _check_now(m)
 
 
-def test_a_submodule_method_replaced_after_two_exports_is_searched_again() -> None:
+def _nested(inner_forward):
+    """An Outer module calling an Inner one whose forward is `inner_forward`: classes made
+    anew per test (the search's caches are per class)."""
     class Inner(torch.nn.Module):
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return x + 1
+        forward = inner_forward
 
     class Outer(torch.nn.Module):
         def __init__(self) -> None:
@@ -89,9 +90,16 @@ def test_a_submodule_method_replaced_after_two_exports_is_searched_again() -> No
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return self.inner(x) - 1
 
-    m = Outer()
+    return Inner, Outer()
+
+
+def test_a_submodule_method_replaced_after_two_exports_is_searched_again() -> None:
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + 1
+
+    inner, m = _nested(forward)
     _export_twice(m)
-    Inner.forward.__code__ = _rows.__code__
+    inner.forward.__code__ = _rows.__code__
     _check_now(m)
 
 
@@ -104,19 +112,10 @@ def _helper_rows(x: torch.Tensor) -> torch.Tensor:
 
 
 def test_a_helper_a_submodule_calls_given_new_code_after_two_exports_is_searched_again() -> None:
-    class Inner(torch.nn.Module):
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return _plain_rows(x) + 1  # (a module-level helper, reached by its name)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _plain_rows(x) + 1  # (a module-level helper, reached by its name)
 
-    class Outer(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.inner = Inner()
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.inner(x) - 1
-
-    m = Outer()
+    _, m = _nested(forward)
     _export_twice(m)
     saved = _plain_rows.__code__
     try:
