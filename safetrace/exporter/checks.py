@@ -20,7 +20,7 @@ import torch
 from safetrace import errors as E
 from safetrace.exporter.contract import ConstInput, Contract, InputDim, TensorInput
 from safetrace.symbolic import Range
-from safetrace.symbolic.describe import WINDOW, passing_sizes
+from safetrace.symbolic.describe import passing_runs, passing_sizes
 from safetrace.symbolic.expr import sym
 from safetrace.symbolic.semantics import holds
 
@@ -285,18 +285,8 @@ def _keeping_range(cond: Any, contract: Any) -> str:
     m = re.fullmatch(r"(\w+)\.shape\[(\d+)\]", spec.where or "") if spec else None
     if m is None:
         return ""
-    lo = max(spec.lo or 0, 0)
-    top = lo + WINDOW if spec.hi is None else min(spec.hi + 1, lo + WINDOW)
-    runs: list[list[int]] = []
-    for v in range(lo, top):
-        try:
-            ok = holds(cond, {name: v})
-        except (ArithmeticError, ValueError, TypeError):
-            ok = False
-        if ok and runs and runs[-1][1] == v - 1:
-            runs[-1][1] = v
-        elif ok:
-            runs.append([v, v])
+    runs, top = passing_runs(cond, name, Range(spec.lo or 0, math.inf if spec.hi is None
+                                               else spec.hi))
     if not runs:
         return ""
     a, b = max(runs, key=lambda r: (r[1] - r[0], r[0]))

@@ -30,10 +30,7 @@ def passing_sizes(cond: Expr, name: str, rng: Range, label: str | None = None) -
     if cond.free_symbols != {name}:
         return None
     who = label or name
-    lo = int(max(rng.lo, 0))
-    hi = rng.hi
-    top = lo + WINDOW if hi == float("inf") else min(int(hi) + 1, lo + WINDOW)
-    values = [holds_at(cond, name, v) for v in range(lo, top)]
+    lo, top, values = _window(cond, name, rng)
     if not any(values):
         return f"no {who} in [{lo}, {top - 1}] satisfies it"
     passing = [lo + i for i, ok in enumerate(values) if ok]
@@ -49,6 +46,20 @@ def passing_sizes(cond: Expr, name: str, rng: Range, label: str | None = None) -
     if failing and failing[-1] < top - WINDOW // 2 and len(_ranges(failing)) <= 3:
         return f"{who} is not {_ranges_text(_ranges(failing))}"
     return None
+
+
+def passing_runs(cond: Expr, name: str, rng: Range) -> tuple[list[tuple[int, int]], int]:
+    """The runs ``(first, last)`` of values of symbol ``name`` (in ``rng``, from 0, over
+    the description's window) where ``cond`` holds, and the window's end (exclusive)."""
+    lo, top, values = _window(cond, name, rng)
+    return _ranges([lo + i for i, ok in enumerate(values) if ok]), top
+
+
+def _window(cond: Expr, name: str, rng: Range) -> tuple[int, int, list[bool]]:
+    lo = int(max(rng.lo, 0))
+    hi = rng.hi
+    top = lo + WINDOW if hi == float("inf") else min(int(hi) + 1, lo + WINDOW)
+    return lo, top, [holds_at(cond, name, v) for v in range(lo, top)]
 
 
 def _ranges(vs: list[int]) -> list[tuple[int, int]]:
