@@ -30,8 +30,8 @@ def sections_as_slices(graph: torch.fx.Graph) -> bool:
     changed = False
     for node in list(graph.find_nodes(op="call_function", target=_SECTIONS)):
         if dynamic_sections(node) and all(
-                u.target is operator.getitem and isinstance(u.args[1], int)
-                for u in node.users):
+                u.target is operator.getitem and isinstance(u.args[1], int) and
+                u.args[1] >= 0 for u in node.users):  # (a negative index: kept whole)
             _as_slices(graph, node)
             changed = True
     return changed
