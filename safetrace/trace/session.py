@@ -36,7 +36,8 @@ import torch.compiler
 import torch.fx._symbolic_trace as fx_symbolic_trace
 
 from safetrace.errors import seeded_generator
-from safetrace.trace import asserts, hops, pycalls, pyhelpers, scripted, shims, vmapping
+from safetrace.trace import (asserts, fast_overrides, hops, pycalls, pyhelpers, scripted,
+                             shims, vmapping)
 from safetrace.trace.current import enter_session, exporting, leave_session
 from safetrace.trace.handlers.collectives import load_when_grouped
 from safetrace.trace.rowcode import RowCode
@@ -259,8 +260,8 @@ def _uninstall(held: _Held) -> None:
 # installs it (trace/rowcode.py), not six providers.
 # torch's setters of process-wide modes, counted while exporting (_counted_setter below)
 _SETTERS = ("set_default_dtype", "set_default_tensor_type", "use_deterministic_algorithms")
-_WATCHED = (*asserts.WATCHED, *hops.WATCHED, *pyhelpers.WATCHED, *shims.WATCHED,
-            *vmapping.WATCHED, *(("torch", name) for name in _SETTERS))
+_WATCHED = (*asserts.WATCHED, *fast_overrides.WATCHED, *hops.WATCHED, *pyhelpers.WATCHED,
+            *shims.WATCHED, *vmapping.WATCHED, *(("torch", name) for name in _SETTERS))
 _WATCHED_ATTRS = tuple(attr for _, attr in _WATCHED)
 # each watched module once (the check reads 16 modules, not 40 rows), and the place of
 # each row's module among them
@@ -282,7 +283,7 @@ def _provided() -> list[Patch]:
     if hit is not None and all(map(operator.is_, modules, hit[0])) and \
             all(map(operator.is_, map(dict.get, hit[1], _WATCHED_ATTRS), hit[2])):
         return hit[3]
-    rows = [*asserts.patches(), *hops.patches(), *pyhelpers.patches(), *shims.patches(),
+    rows = [*asserts.patches(), *fast_overrides.patches(), *hops.patches(), *pyhelpers.patches(), *shims.patches(),
             *vmapping.patches(), *scripted.patches(), *_compiler_patches(),
             *_setter_patches()]
     spaces = [_NO_NAMES if m is None else getattr(m, "__dict__", None) for m in modules]

@@ -27,7 +27,7 @@ from safetrace.meta.symtypes import SYM_CLASSES
 from safetrace.rules.oblivious import oblivious_answer
 from safetrace.symbolic import make_int
 from safetrace.symbolic.expr import sym
-from safetrace.trace import memo, rulecache, subclasses
+from safetrace.trace import fast_overrides, memo, rulecache, subclasses
 from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
@@ -643,3 +643,6 @@ def _layout_known(a: Any, node: Any) -> bool:
         val = node.meta.get("val")
         return not isinstance(val, Proxy) or val.st_contig is not None
     return True
+
+
+fast_overrides.TRACERS.add(Tracer)  # (F.relu & co. call it in one step while exporting)
