@@ -44,7 +44,7 @@ def _direct(original: Callable[..., Any]) -> Callable[..., Any]:
     def handle_torch_function(public_api: Callable[..., Any], relevant_args: Any,
                               *args: Any, **kwargs: Any) -> Any:
         if _LEN() == 1 and _ENABLED():
-            mode = _AT(0)
+            mode: Any = _AT(0)
             if mode.__class__ in TRACERS:
                 _POP()  # (as torch's _pop_mode_temporarily: the mode's own calls inside
                 try:    # reach no mode)
