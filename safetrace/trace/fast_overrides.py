@@ -29,7 +29,7 @@ _ENABLED = torch._C._is_torch_function_mode_enabled
 _NO_TYPES: tuple = ()
 
 # the classes whose modes take the one-step call (tracer.py adds its Tracer)
-TRACERS: set[type] = set()
+TRACERS: set[Any] = set()
 
 # the modules whose Python functions call their own handle_torch_function global
 _MODULES = ("torch.nn.functional", "torch._tensor", "torch.functional")
