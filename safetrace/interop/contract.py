@@ -179,6 +179,12 @@ class ContractEmitter:
         self.nodes: dict[Any, Any] = {}
         self.placeholders = dict(user_leaves)
         c = self.contract
+        # (the checks' messages, one line each, kept per program: the contract's texts
+        # are the same in every conversion, and rendering them cost ~1% of a conversion)
+        kept = self.conv.memo.get("messages")
+        if kept is None or kept[0] is not c:
+            kept = self.conv.memo["messages"] = (c, {})
+        texts = self.texts = kept[1]
         for i, ph in user_leaves:
             inp = c.inputs[i]
             if inp.scalar or inp.subclass:  # an int: torch's guards check its type; a
@@ -214,18 +220,21 @@ class ContractEmitter:
             if dim.kind in ("derived", "equal"):
                 self._assert(self.conv.call(operator.eq, (self._size_node(i, d),
                                                           self.node(dim.size))),
-                             f"{inp.where(d)} must equal {c.where_text(dim.size)}"
-                             f"{dim.why or ''}")
+                             texts.get(("eq", i, d)) or self._text(
+                                 ("eq", i, d), f"{inp.where(d)} must equal "
+                                 f"{c.where_text(dim.size)}{dim.why or ''}"))
         for s in c.symbols:
             if s.where is None:
                 continue
             v = self.node(_sym(s.name))
             if s.checked_lo > 0 or s.name in self.scalar_symbols:  # an int may be negative
                 self._assert(self.conv.call(operator.ge, (v, s.lo)),
-                             f"{s.where} must be >= {s.lo}{s.origin}")
+                             texts.get(("ge", s.name)) or self._text(
+                                 ("ge", s.name), f"{s.where} must be >= {s.lo}{s.origin}"))
             if s.hi is not None:
                 self._assert(self.conv.call(operator.le, (v, s.hi)),
-                             f"{s.where} must be <= {s.hi}{s.origin}")
+                             texts.get(("le", s.name)) or self._text(
+                                 ("le", s.name), f"{s.where} must be <= {s.hi}{s.origin}"))
         if not c.conditions:
             return
         bound = {s.name for s in c.symbols if s.where is not None}
@@ -302,9 +311,14 @@ class ContractEmitter:
             self.sizes[(i, d)] = node
         return node
 
+    def _text(self, key: tuple, message: str) -> str:
+        """`message` as one line (``_assert``'s form), kept for the program under `key`."""
+        text = self.texts[key] = one_line(message)
+        return text
+
     def _assert(self, cond: Any, message: str) -> None:
         # (one line without quotes: compilers paste it into C++; an input's path holds the
-        # user's dict keys)
+        # user's dict keys; one_line of a line is the line)
         self.conv.call(torch.ops.aten._assert_scalar.default, (cond, one_line(message)),
                        name="_assert_scalar")
         val = cond.meta["val"] if isinstance(cond, torch.fx.Node) else cond

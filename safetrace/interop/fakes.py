@@ -74,6 +74,7 @@ class FakeBuilder:
         # (torch sizes, strides, dtype) -> a meta tensor: making one with symbolic sizes
         # costs ~100 symbolic operations in torch's engine, wrapping one a few µs
         self.metas: dict[tuple, torch.Tensor] = {}
+        self.bases: dict[torch.dtype, torch.Tensor] = {}  # dtype -> an empty meta tensor
         self.by_ours: dict[tuple, torch.Tensor] = {}  # (our sizes' ids, dtype) -> the same
         self.elems: dict[int, Any] = {}    # id of a value made here -> its meta tensor
         self.exprs: dict[Expr, Any] = {}   # our Expr -> torch SymInt
@@ -244,7 +245,12 @@ class FakeBuilder:
                 # own, each product made once per conversion.
                 if strides is None:
                     strides = self.contiguous(sizes)
-                return torch.empty(0, dtype=dtype, device=_META).as_strided(sizes, strides)
+                # (one empty storage per dtype for this conversion's symbolic layouts:
+                # values of one layout share theirs already; meta storage holds no data)
+                base = self.bases.get(dtype)
+                if base is None:
+                    base = self.bases[dtype] = torch.empty(0, dtype=dtype, device=_META)
+                return base.as_strided(sizes, strides)
         finally:
             if old is not None:
                 torch._C._set_dispatch_mode(old)

@@ -313,10 +313,40 @@ def call_graph(ep: Any, graph: torch.fx.Graph, kept: dict, arg_names: list[str],
         found = submodule_fqns(graph) if stacks is None else stack_fqns(stacks)
     fqns += [f for f in found if f and f not in fqns]
     entries = [ModuleCallEntry(fqn="", signature=signature)]
-    entries += [ModuleCallEntry(fqn=fqn, signature=kept.get(fqn)) for fqn in fqns]
+    entry = _entry_maker(ModuleCallEntry)  # (a submodule's entry per node run: ~20 on
+    entries += [entry(fqn, kept.get(fqn)) for fqn in fqns]  # a small conv net)
     # later calls of a preserved module last, as torch.export lists them
     return entries + [ModuleCallEntry(fqn=k, signature=v) for k, v in kept.items()
                       if "@" in k]
+
+
+_ENTRY: list = [None, None]  # ModuleCallEntry, and its maker (`_entry_maker`)
+
+
+def _entry_maker(cls: type) -> Any:
+    """``lambda fqn, signature: cls(fqn=fqn, signature=signature)`` for torch's
+    ModuleCallEntry dataclass, its two fields set on a new object without the
+    constructor's frame where that gives the same fields in the same order (checked
+    once per class)."""
+    if _ENTRY[0] is cls:
+        return _ENTRY[1]
+
+    def direct(fqn: str, signature: Any) -> Any:
+        made = new(cls)
+        made.fqn = fqn
+        made.signature = signature
+        return made
+
+    new = object.__new__
+    try:
+        same = list(vars(direct("a", None)).items()) == \
+            list(vars(cls(fqn="a", signature=None)).items()) and \
+            direct("a", None) == cls(fqn="a", signature=None)
+    except Exception:  # noqa: BLE001 - torch's class changed: its constructor serves
+        same = False
+    maker = direct if same else (lambda fqn, signature: cls(fqn=fqn, signature=signature))
+    _ENTRY[:] = [cls, maker]
+    return maker
 
 
 def _children(spec: Any) -> list:

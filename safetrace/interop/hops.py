@@ -290,29 +290,43 @@ def cond_from_ours(conv: Any, node: torch.fx.Node) -> Any:
     cond node binds (its ``unbacked_bindings``). Only metadata: at run time the cond runs
     the branch its predicate picks."""
     ours = node.meta["val"]
-    if isinstance(ours, (tuple, list)):
-        return tuple(fake_of(conv, o, _merged_size) for o in ours)
-    return fake_of(conv, ours, _merged_size)
+    parts = ours if isinstance(ours, (tuple, list)) else (ours,)
+    bare = {e.name for p in parts for s in (p.shape if isinstance(p, torch.Tensor) else (p,))
+            if hasattr(s, "env") and (e := to_expr(s.env.simplify(s.expr))).op == "sym"}
+    made = [fake_of(conv, o, lambda c, s: _merged_size(c, s, bare)) for o in parts]
+    return tuple(made) if isinstance(ours, (tuple, list)) else made[0]
 
 
-def _merged_size(conv: Any, s: Any) -> Any:
+def _merged_size(conv: Any, s: Any, bare: set) -> Any:
     if isinstance(s, int):
         return s
     e = to_expr(s.env.simplify(s.expr))
     em = conv.emitter
+    if e.op != "sym" and not e.free_symbols <= em.values.keys() | bare:
+        # a size from data that no output holds bare (`u % 9`): one fresh symbol for the
+        # whole size, as torch's merge makes for a size its sides make differently; the
+        # cond node binds it (a symbol inside `Mod(u, 9)` is bound by nothing, and
+        # torch.export.load refuses such a program: "expected no unbacked symbols")
+        hit = conv.fakes.exprs.get(e)
+        if hit is None:
+            hit = _fresh(conv, s.env.bounds(e))
+            conv.fakes.seed(e, hit)
+            em.symbol_names[hit.node.expr] = e
+        return hit
     for name in sorted(e.free_symbols):
-        if name not in em.values:
-            u = conv.shape_env.create_unbacked_symint()  # (pending: the node binds it)
-            r = s.env.bounds(sym(name))
-            lo = int(r.lo) if r.lo != -math.inf else 0
-            hi = int_oo() if r.hi == math.inf else int(r.hi)
-            conv.shape_env.constrain_symbol_range(u.node.expr, max(lo, 0), hi)
-            em.values[name] = u
+        if name not in em.values:  # (held bare by an output: that output binds it)
+            em.values[name] = u = _fresh(conv, s.env.bounds(sym(name)))
             em.symbol_names[u.node.expr] = sym(name)
-            if e != sym(name):  # (`u % 9`: no output holds the symbol bare, nothing binds
-                # it; an unbound size from data, fuzz seed 3601)
-                conv.shape_env.ignorable_fresh_unbacked_symbols.append(u.node.expr)
     return evaluate(e, em.values)
+
+
+def _fresh(conv: Any, r: Any) -> Any:
+    """A fresh data-dependent size with our range `r` (pending: the cond node binds it)."""
+    u = conv.shape_env.create_unbacked_symint()
+    lo = int(r.lo) if r.lo != -math.inf else 0
+    hi = int_oo() if r.hi == math.inf else int(r.hi)
+    conv.shape_env.constrain_symbol_range(u.node.expr, max(lo, 0), hi)
+    return u
 
 
 def int_oo() -> Any:

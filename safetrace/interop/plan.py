@@ -96,3 +96,52 @@ def specialized(settings: Any) -> Any:
         made = dataclasses.replace(settings, specialize_zero_one=True)
         _SPECIALIZED = (settings, made)  # (one assignment: a thread sees a matched pair)
     return made
+
+
+_NEW = object.__new__
+# [(InputSpec, TensorArgument, InputKind.BUFFER)] once `state_spec`'s check has passed,
+# [None] where it failed (torch's constructors then serve)
+_DIRECT: list = []
+
+
+def state_spec(kind: Any, name: str, target: str, persistent: bool | None) -> Any:
+    """``InputSpec(kind, TensorArgument(name), target, persistent)`` (a state input's),
+    the two dataclasses' fields written directly: their constructors and InputSpec's
+    ``__post_init__`` (which checks the arg's type and a buffer's flag, both ours) cost
+    ~2 µs a placeholder, for a program's every parameter and buffer.  Checked once per
+    process against torch's constructors (same class, same fields in their order)."""
+    classes = _DIRECT[0] if _DIRECT else _direct_specs()
+    if classes is None or (persistent is None and kind is classes[2]):
+        gs = graph_signature()  # (a buffer without its flag: torch's check refuses it)
+        return gs.InputSpec(kind, gs.TensorArgument(name), target, persistent)
+    return _made(classes, kind, name, target, persistent)
+
+
+def _made(classes: tuple, kind: Any, name: str, target: str,
+          persistent: bool | None) -> Any:
+    # (attributes set one by one on the new objects: Python keeps them in the class's
+    # shared key table; a dict assigned as __dict__ costs twice as much)
+    spec_class, arg_class, _ = classes
+    arg = _NEW(arg_class)
+    arg.name = name
+    spec = _NEW(spec_class)
+    spec.kind = kind
+    spec.arg = arg
+    spec.target = target
+    spec.persistent = persistent
+    return spec
+
+
+def _direct_specs() -> tuple | None:
+    gs = graph_signature()
+    classes = (gs.InputSpec, gs.TensorArgument, gs.InputKind.BUFFER)
+    try:
+        made = _made(classes, gs.InputKind.BUFFER, "b", "t", True)
+        theirs = gs.InputSpec(gs.InputKind.BUFFER, gs.TensorArgument("b"), "t", True)
+        ok = list(vars(theirs).items()) == list(vars(made).items()) and \
+            list(vars(theirs.arg).items()) == list(vars(made.arg).items()) and \
+            theirs == made
+    except Exception:  # noqa: BLE001 - torch's classes changed: its constructors serve
+        ok = False
+    _DIRECT[:] = [classes if ok else None]
+    return _DIRECT[0]

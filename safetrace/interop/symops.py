@@ -229,11 +229,20 @@ def _tracing() -> bool:
     if _LOGGING.GET_DTRACE_STRUCTURED or _DISPATCH_MODE(_PROXY) is not None:
         return True
     # (torch's ``_get_dispatch_mode_pre_dispatch(PROXY)``: the pre-dispatch mode stack's
-    # slot 0, read without its two Python calls where the stack is a module global)
+    # slot 0, read from the stack's list of modes, without its two Python calls, where
+    # the stack is a module global holding one)
     stack = getattr(_OPS_MODULE, "_mode_stack_state_for_pre_dispatch", None)
-    if stack is None or not hasattr(stack, "get"):
+    if stack is _PRE_STACK[0] and stack is not None:
+        return _PRE_STACK[1][0] is not None
+    modes = vars(stack).get(_MODES) if hasattr(stack, "__dict__") else None
+    if type(modes) is not list or not modes or not hasattr(stack, "get"):
         return _PRE_DISPATCH_MODE(_PROXY) is not None
+    _PRE_STACK[:] = [stack, modes]  # (the stack keeps its list: `set` writes into it)
     return stack.get(0) is not None
+
+
+_MODES = "_ModeStackStateForPreDispatch__infra_modes"
+_PRE_STACK: list = [None, None]  # the pre-dispatch mode stack, its list of modes
 
 
 _LOGGING = torch._logging._internal

@@ -50,7 +50,8 @@ from safetrace.interop.quoted_guards import quoted_paths
 from safetrace.interop.sections import split_sections
 from safetrace.interop.load_checks import lowered
 from safetrace.interop.memos import MASK_OPS, remember, shared_rows
-from safetrace.interop.plan import input_kind, plan_of, positional, specialized
+from safetrace.interop.plan import (input_kind, plan_of, positional, specialized,
+                                    state_spec)
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, hop_value,
                                    holds_where_branch_runs, identity_slice, map_under_grad,
                                    quiet_symbol_logs, sizes_from_data,
@@ -260,10 +261,9 @@ class _Converter:
         made = self.state_fakes.get(spec.name)
         new.meta["val"] = made if made is not None else self.fakes.static(
             self._state_value(spec))
-        return gs.InputSpec(input_kind(kind), gs.TensorArgument(new.name),
-                            spec.target if kind != "constant" else
-                            torch_target(self.ep, spec),
-                            spec.persistent if kind == "buffer" else None)
+        return state_spec(input_kind(kind), new.name, spec.target if kind != "constant"
+                          else torch_target(self.ep, spec),
+                          spec.persistent if kind == "buffer" else None)
 
     def _state_value(self, spec: Any) -> torch.Tensor:
         if spec.kind == "constant":
