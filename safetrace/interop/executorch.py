@@ -54,6 +54,7 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
     refuse_for_retrace(tep, "st.to_executorch")
     _bounded(tep)
+    _refuse_empty_roll(tep)
     # without autograd: ExecuTorch's passes replay a torch.cond under grad mode through
     # its autograd key, whose re-trace of the branches finds the data-dependent symbols
     # the replay made before the cond unbound (PendingUnbackedSymbolNotFound; torch's own
@@ -295,6 +296,40 @@ def _beyond_torch_table(tep: Any, compile_config: Any = None) -> Any:
         table.pop(op, None)
     table.update(forms)
     return tep.run_decompositions(table)
+
+
+def _refuse_empty_roll(tep: Any) -> None:
+    """ExecuTorch's portable ``roll`` kernel divides by the rolled dim's size: a ``.pte``
+    called with that size 0 stops the process (SIGFPE; measured 2026-12-07 on
+    ``torch.roll(z, 1, 0)`` with ``Dim("n", max=16)`` at n = 0, which ep.module() runs):
+    refused where the program admits 0 there."""
+    for module in _graph_modules(tep.graph_module):
+        for node in module.graph.nodes:
+            if node.op != "call_function" or node.target is not torch.ops.aten.roll.default:
+                continue
+            val = getattr(node.args[0], "meta", {}).get("val")
+            dims = node.args[2] if len(node.args) > 2 else node.kwargs.get("dims", ())
+            shape = list(getattr(val, "shape", ()))
+            sizes = [shape[d] for d in dims] if dims else shape
+            for size in sizes:
+                if isinstance(size, torch.SymInt) and _may_be_zero(size):
+                    trace = (node.meta.get("stack_trace") or "").strip().splitlines()
+                    line = f" (`{trace[-1].strip()}`)" if trace else ""
+                    raise conversion_error(
+                        f"st.to_executorch: node {node.name} (torch.roll){line} rolls a dim "
+                        f"of size {size}, which the program admits at 0; ExecuTorch's roll "
+                        f"kernel divides by that size, and the .pte would stop the process "
+                        f"there (a floating point exception) where ep.module() returns an "
+                        f"empty tensor",
+                        fix="declare the Dim with min=1 (st.Dim(..., min=1)) where the size "
+                            "is never 0, or run the program with ep.module()")
+
+
+def _may_be_zero(size: Any) -> bool:
+    try:
+        return bool(size.node.shape_env.bound_sympy(size.node.expr).lower <= 0)
+    except Exception:  # noqa: BLE001 - a range torch cannot bound: may be 0
+        return True
 
 
 def _bounded(tep: Any) -> None:

@@ -121,3 +121,24 @@ def test_prims_are_put_back_after_lowering():
                    dynamic_shapes={"z": {0: st.Dim("n", max=16)}})
     _pte(ep)
     assert EdgeOpOverload.__dict__["__call__"] is before
+
+
+class Roll(torch.nn.Module):
+    def forward(self, z):
+        return torch.roll(z, 1, 0)
+
+
+@pytest.mark.slow
+def test_roll_of_a_dim_admitting_zero_is_refused_and_runs_from_one():
+    # before: the .pte stopped the process at n == 0 (SIGFPE in the portable roll kernel)
+    ep = st.export(Roll(), (torch.randn(6, 3),), dynamic_shapes={"z": {0: st.Dim("n", max=16)}})
+    assert ep.module()(torch.randn(0, 3)).shape == (0, 3)
+    with pytest.raises(st.ConversionError, match="roll kernel divides"):
+        st.to_executorch(ep)
+    ep = st.export(Roll(), (torch.randn(6, 3),),
+                   dynamic_shapes={"z": {0: st.Dim("n", min=1, max=16)}})
+    run = _pte(ep)
+    for n in (1, 2, 16):
+        z = torch.randn(n, 3)
+        torch.testing.assert_close(run(z)[0], Roll()(z))
+    assert _refused(run, torch.randn(17, 3))
