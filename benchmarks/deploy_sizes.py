@@ -1,7 +1,8 @@
 """Deployed artifacts against ``ep.module()`` over a Dim's whole range (session 37, issue 22).
 
 Small programs with size arithmetic (chunk, split, pad, view, cat, arange, interpolate,
-strided slices, min/max, floordiv, a size split), each exported twice (``Dim(max=16)``,
+strided slices, min/max, floordiv, roll, cumsum; the size split of issue 22's
+``unsafe_chunk`` is in tests/interop/test_executorch_sizes.py), each exported twice (``Dim(max=16)``,
 admitting 0 and 1, and ``Dim(min=2, max=16)``), lowered with ``st.to_executorch``,
 ``st.to_onnx`` and (``--aoti``) ``st.to_aoti``; each artifact run at the Dim's min, min+1,
 a middle size, its max and the sizes just outside.  Each cell:
@@ -32,11 +33,6 @@ import safetrace as st
 warnings.filterwarnings("ignore")
 
 
-def _chunked_split(z):
-    v0 = z.sum(dim=[], keepdim=False) if z.shape[0] > 2 else z.sum(dim=0, keepdim=False)
-    return v0, z.unsafe_chunk(2, 0)[-1] * 2
-
-
 def _explicit_split(z):
     k = (z.shape[0] + 1) // 2
     a, b = z.split([k, z.shape[0] - k], 0)
@@ -47,7 +43,6 @@ def _explicit_split(z):
 PROGRAMS = {
     "chunk_first": lambda z: z.chunk(2, 0)[0] * 2,
     "unsafe_chunk_last": lambda z: z.unsafe_chunk(2, 0)[-1] * 2,
-    "unsafe_chunk_pair": lambda z: tuple(p * 2 for p in z.unsafe_chunk(2, 0)[:1]),
     "split3_first": lambda z: z.split(3, 0)[0] + 1,
     "split_sizes": _explicit_split,
     "tensor_split_mid": lambda z: z.tensor_split(3, 0)[1] * 3,
@@ -67,7 +62,6 @@ PROGRAMS = {
     "roll": lambda z: torch.roll(z, 1, 0),
     "cumsum_mean": lambda z: z.cumsum(0) / (torch.arange(z.shape[0]) + 1).unsqueeze(1),
     "new_rows_max": lambda z: z.new_ones(max(z.shape[0], 1), 3) * z.sum(),
-    "size_split": _chunked_split,
 }
 
 LO = {"n0": 0, "n2": 2}

@@ -142,3 +142,24 @@ def test_roll_of_a_dim_admitting_zero_is_refused_and_runs_from_one():
         z = torch.randn(n, 3)
         torch.testing.assert_close(run(z)[0], Roll()(z))
     assert _refused(run, torch.randn(17, 3))
+
+
+class Upsample(torch.nn.Module):
+    def forward(self, z):
+        return torch.nn.functional.interpolate(z.t().unsqueeze(0), scale_factor=2.0)
+
+
+@pytest.mark.slow
+def test_interpolate_with_a_float_scale_lowers_and_runs():
+    # before: AssertionError in ExecuTorch's edge verifier (the decomposition writes
+    # `sym_float(n) * 2.0`, a Python function on sizes, which st.to_executorch mapped only
+    # when the converted program already held one)
+    model = Upsample()
+    ep = st.export(model, (torch.randn(6, 3),), dynamic_shapes={"z": {0: st.Dim("n", max=16)}})
+    run = _pte(ep)
+    for n in (1, 2, 9, 16):
+        z = torch.randn(n, 3)
+        torch.testing.assert_close(run(z)[0], model(z))
+    for n in (0, 17):
+        assert _refused(ep.module(), torch.randn(n, 3))
+        assert _refused(run, torch.randn(n, 3))
