@@ -208,3 +208,20 @@ def folded_at_zero(node: str, where: str, dim: str, tool: str) -> ConversionErro
         f"compute eager's)",
         fix=f"declare the Dim with min=1 where 0 never occurs (st.Dim(..., min=1) for {dim}), "
             f"or " + _RUN_OURS)
+
+
+def lowering_specialized(tool: str, where: str, size: int, fact: str, lo: int, hi: int,
+                         dim: str, split: bool) -> ConversionError:
+    """A deploy tool's lowering ran the program at one stand-in size and kept a decision on
+    a dynamic size as a fact (`fact`, torch's text) that is false at `where` == `size`, a
+    size the program accepts: the artifact is planned for the sizes where it holds."""
+    cause = ("its passes run both sides of a size split at one stand-in size, so each "
+             "side's decisions are taken at a size that side never sees" if split else
+             "its passes run the program at one stand-in size")
+    return ConversionError(
+        f"{tool}: the lowering decided `{fact}` on the sizes it ran ({cause}), which is "
+        f"false at {where} == {size}, a size the program accepts; the artifact would be "
+        f"planned and specialized for {lo} <= {where} <= {hi} only, and refuse or "
+        f"miscompute other sizes (ep.module() and ep.to_torch().module() compute eager's)",
+        fix=f"declare the Dim's range where the lowering holds (st.Dim({dim!r}, min={lo}, "
+            f"max={hi})), or export one program per side of a size split; or " + _RUN_OURS)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -19,11 +20,14 @@ from typing import Any
 import torch
 
 from safetrace.errors import ConversionWarning, conversion_error
+from safetrace.errors import interop as EI
 from safetrace.exporter.contract import TensorInput
 from safetrace.interop.retrace_refusals import refuse_for_retrace
 from safetrace.interop.composites import beyond_torch
 from safetrace.interop.executorch_forms import executorch_forms
+from safetrace.interop.executorch_prims import symbolic_prims
 from safetrace.interop.executorch_sums import for_executorch
+from safetrace.interop.retrace_guards import narrowed_maxima, taken_guards
 from safetrace.interop.executorch_checks import (METHOD, add_input_checks, failure_points,
                                                   keep_data_checks, specialized)
 
@@ -50,11 +54,13 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
     refuse_for_retrace(tep, "st.to_executorch")
     _bounded(tep)
+    _refuse_empty_roll(tep)
     # without autograd: ExecuTorch's passes replay a torch.cond under grad mode through
     # its autograd key, whose re-trace of the branches finds the data-dependent symbols
     # the replay made before the cond unbound (PendingUnbackedSymbolNotFound; torch's own
     # programs too, when a parameter requires grad)
-    with torch.no_grad():
+    # (and with ExecuTorch's scalar operators on sizes symbolic: `executorch_prims`)
+    with torch.no_grad(), symbolic_prims():
         tep = for_executorch(_beyond_torch_table(tep, compile_config))
         if isinstance(ep, torch.export.ExportedProgram):  # torch's own: no contract
             edge = _edge(exir, tep, partitioner, compile_config, None)
@@ -65,9 +71,13 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
             texts: list[str] = []
             edge = _edge(exir, tep, partitioner, compile_config, {METHOD: texts})
             written: list[int] = []
+            pinned: list[tuple[int, int, int]] = []
             program = edge.to_executorch(exir.ExecutorchBackendConfig(
-                passes=[_checks_pass(edge.exported_program(), ep.contract, texts, written)]))
+                passes=[_checks_pass(edge.exported_program(), ep.contract, texts, written,
+                                     pinned)]))
             _verify(program, texts, written)
+            _refuse_specialized(program, ep.contract, tep,
+                                frozenset((k, d) for k, d, _ in pinned))
     if path is not None:
         Path(path).write_bytes(program.buffer)
     return program
@@ -104,12 +114,23 @@ def _edge(exir: Any, tep: Any, partitioner: Any, compile_config: Any,
     listed = config._check_ir_validity and any(_returns_a_list(n.target) for n in nodes)
     if negated or listed:
         compile_config = dataclasses.replace(config, _check_ir_validity=False)
-    if partitioner:
-        edge = exir.to_edge_transform_and_lower(tep, partitioner=list(partitioner),
-                                                compile_config=compile_config,
-                                                constant_methods=methods)
-    else:
-        edge = exir.to_edge(tep, compile_config=compile_config, constant_methods=methods)
+    def lower(compile_config: Any) -> Any:
+        if partitioner:
+            return exir.to_edge_transform_and_lower(tep, partitioner=list(partitioner),
+                                                    compile_config=compile_config,
+                                                    constant_methods=methods)
+        return exir.to_edge(tep, compile_config=compile_config, constant_methods=methods)
+
+    try:
+        edge = lower(compile_config)
+    except AssertionError:
+        # (the decomposition itself can write those functions: `F.interpolate` with a
+        # float `scale_factor` becomes `sym_float(n) * 2.0`, refused in `check_valid_
+        # edge_op`; measured 2026-12-07, session 37): once more, verified after mapping
+        if negated or listed or not config._check_ir_validity:
+            raise
+        negated = True
+        edge = lower(dataclasses.replace(config, _check_ir_validity=False))
     if negated or listed:
         _verify_with_prim_not(edge, config)
     return edge
@@ -183,10 +204,44 @@ def _verify(program: Any, texts: list[str], written: list[int]) -> None:
                 "ep.module()'s contract before calling the .pte")
 
 
-def _checks_pass(edge_ep: Any, contract: Any, texts: list[str], written: list[int]) -> Any:
+def _refuse_specialized(program: Any, contract: Any, tep: Any, checked: frozenset) -> None:
+    """No .pte whose lowering kept, as facts of its sizes, decisions taken at the stand-in
+    size that are false at a size the program accepts (``retrace_guards``): ExecuTorch
+    plans memory and static sizes from them.  Where the program holds a size split, every
+    guard is read (its branches ran at one size, each at a size the other side has)."""
+    lowered = program.exported_program()
+    names = list(lowered.graph_signature.user_inputs)
+    nodes = {n.name: n for n in lowered.graph.nodes if n.op == "placeholder"}
+    split = any(n.target is torch.ops.higher_order.cond and
+                isinstance(getattr(n.args[0], "meta", {}).get("val"), torch.SymBool)
+                for m in _graph_modules(tep.graph_module) for n in m.graph.nodes
+                if n.op == "call_function")
+    placeholders = [nodes.get(name) for name in names]
+    for where, kept, declared in narrowed_maxima(placeholders, contract):
+        warnings.warn(f"st.to_executorch: ExecuTorch's lowering planned {where} for at most "
+                      f"{kept} (the program declares up to {declared}): torch decided a "
+                      f"condition on it at the stand-in size (a convolution's backend "
+                      f"choice, at some thread counts), and the .pte refuses larger sizes "
+                      f"(set_inputs fails); export with that maximum, or one program per "
+                      f"range of sizes", ConversionWarning, stacklevel=3)
+    found = taken_guards(placeholders, contract, guards=split, checked=checked)
+    if found is None:
+        return
+    where, size, fact, lo, hi, symbol = found
+    dims = [dim for inp in contract.inputs if isinstance(inp, TensorInput)
+            for dim in inp.dims if dim.symbol == symbol]
+    declared = next((d.declared for d in dims if d.declared), "") or ""
+    label = re.search(r"Dim\('([^']+)'", declared)
+    raise EI.lowering_specialized("st.to_executorch", where, size, fact, lo, hi,
+                                  label.group(1) if label else symbol, split)
+
+
+def _checks_pass(edge_ep: Any, contract: Any, texts: list[str], written: list[int],
+                 pinned_out: list) -> Any:
     """The pass ``to_executorch`` runs first: the contract's checks at the head of the
     graph, and the graph's data checks kept where they are (``executorch_checks``); the
-    data checks' texts are appended to `texts`, the failure points' count to `written`.
+    data checks' texts are appended to `texts`, the failure points' count to `written`, the
+    dims ExecuTorch specialized (`specialized`) to `pinned_out`.
     Refuses a graph whose user inputs are not the contract's."""
     from torch.fx.passes.infra.pass_base import PassResult
 
@@ -207,6 +262,7 @@ def _checks_pass(edge_ep: Any, contract: Any, texts: list[str], written: list[in
         # the list the constant method holds becomes the checks written (a condition on
         # float arithmetic of sizes has no form here), then the data checks
         pinned = specialized(inputs, contract)
+        pinned_out[:] = pinned
         if pinned:
             warnings.warn(specialized_warning(contract, pinned), ConversionWarning,
                           stacklevel=2)
@@ -251,6 +307,40 @@ def _beyond_torch_table(tep: Any, compile_config: Any = None) -> Any:
         table.pop(op, None)
     table.update(forms)
     return tep.run_decompositions(table)
+
+
+def _refuse_empty_roll(tep: Any) -> None:
+    """ExecuTorch's portable ``roll`` kernel divides by the rolled dim's size: a ``.pte``
+    called with that size 0 stops the process (SIGFPE; measured 2026-12-07 on
+    ``torch.roll(z, 1, 0)`` with ``Dim("n", max=16)`` at n = 0, which ep.module() runs):
+    refused where the program admits 0 there."""
+    for module in _graph_modules(tep.graph_module):
+        for node in module.graph.nodes:
+            if node.op != "call_function" or node.target is not torch.ops.aten.roll.default:
+                continue
+            val = getattr(node.args[0], "meta", {}).get("val")
+            dims = node.args[2] if len(node.args) > 2 else node.kwargs.get("dims", ())
+            shape = list(getattr(val, "shape", ()))
+            sizes = [shape[d] for d in dims] if dims else shape
+            for size in sizes:
+                if isinstance(size, torch.SymInt) and _may_be_zero(size):
+                    trace = (node.meta.get("stack_trace") or "").strip().splitlines()
+                    line = f" (`{trace[-1].strip()}`)" if trace else ""
+                    raise conversion_error(
+                        f"st.to_executorch: node {node.name} (torch.roll){line} rolls a dim "
+                        f"of size {size}, which the program admits at 0; ExecuTorch's roll "
+                        f"kernel divides by that size, and the .pte would stop the process "
+                        f"there (a floating point exception) where ep.module() returns an "
+                        f"empty tensor",
+                        fix="declare the Dim with min=1 (st.Dim(..., min=1)) where the size "
+                            "is never 0, or run the program with ep.module()")
+
+
+def _may_be_zero(size: Any) -> bool:
+    try:
+        return bool(size.node.shape_env.bound_sympy(size.node.expr).lower <= 0)
+    except Exception:  # noqa: BLE001 - a range torch cannot bound: may be 0
+        return True
 
 
 def _bounded(tep: Any) -> None:

@@ -1,0 +1,241 @@
+"""The decisions a deploy tool's retrace took on the example's sizes, checked over the
+program's declared space.
+
+A tool that lowers ``ep.to_torch()`` runs the program again on fake tensors (ExecuTorch's
+passes, torch's decompositions), all at one stand-in size per dim.  Each decision on a
+dynamic size it meets (``is_contiguous`` of a tensor of ``n - 1`` rows, a broadcast, a
+size split's branch run at the other side's size) is kept as a fact of the program's
+ShapeEnv: a guard, a narrowed range, a symbol replaced by a number.  The artifact is then
+planned and specialized for the sizes where those facts hold (ExecuTorch: memory capacity,
+static output sizes), and runs other sizes the program accepts wrongly, or stops in a
+kernel.
+
+``taken_guards`` reads those facts from the lowered program's input placeholders and
+evaluates them at the sizes the contract accepts (every size of a bounded Dim, up to a
+budget of points; past it the ends, the ends' neighbours and a spread); the first size the
+program accepts where one fails is returned, with the stretch of sizes around the example
+where all hold (for the fix).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import sympy
+import torch
+
+from safetrace.exporter.contract import TensorInput
+from safetrace.interop.divisions import safe_conditions
+
+_BUDGET = 4096  # points of the declared space evaluated
+
+
+def taken_guards(placeholders: list[Any], contract: Any, guards: bool = False,
+                 checked: frozenset = frozenset()) -> tuple | None:
+    """`(where, size, fact, lo, hi, symbol)`: the input dim (``z.shape[0]``) and a size of it the
+    program accepts where a fact the retrace took (`fact`, text) does not hold, and the
+    stretch ``lo..hi`` of that dim's sizes around the example where every fact holds; None
+    where every fact holds wherever the program accepts.  `placeholders`: the lowered
+    program's user-input nodes, one per contract input.  The facts: each input symbol's
+    range and replacement (what ExecuTorch plans memory and specializes from); with
+    `guards`, also every guard on input symbols (torch records benign ones, ``n != 1`` from
+    a broadcast, in any program: read them where a branch ran at a foreign size).
+    `checked`: (tensor input, dim) pairs the .pte checks at one size (left out)."""
+    symbols: dict[str, Any] = {}   # contract symbol -> torch symbol
+    where: dict[str, str] = {}
+    env = None
+    tensors = [(inp, node) for inp, node in zip(contract.inputs, placeholders)
+               if isinstance(inp, TensorInput)]
+    for k, (inp, node) in enumerate(tensors):
+        if inp.scalar or node is None:
+            continue
+        shape = getattr(node.meta.get("val"), "shape", None)
+        if shape is None or len(shape) != len(inp.dims):
+            continue
+        for d, dim in enumerate(inp.dims):
+            size = shape[d]
+            if dim.kind != "bind" or not isinstance(size, torch.SymInt) or (k, d) in checked:
+                continue  # (pinned where the .pte checks that size: `specialized`)
+            expr = size.node._expr
+            if isinstance(expr, sympy.Symbol):
+                symbols[dim.symbol] = expr
+                where[dim.symbol] = inp.where(d)
+                env = size.node.shape_env
+    if env is None or not symbols:
+        return None
+    facts = _facts(env, set(symbols.values()), guards)
+    if not facts:
+        return None
+    ranges = {s.name: (s.checked_lo, s.hi) for s in contract.symbols if s.name in symbols}
+    if any(hi is None for _, hi in ranges.values()):
+        return None  # (an unbounded Dim: refused before, `_bounded`)
+    conditions = safe_conditions(contract)
+    names = sorted(symbols)
+    hints = {n: _hint(symbols[n], env, ranges[n]) for n in names}
+    for point in _points(names, ranges, hints):
+        if not _accepts(contract, conditions, point):
+            continue
+        binding = {symbols[n]: sympy.Integer(v) for n, v in point.items()}
+        small = any(v < 2 for v in point.values())
+        for text, holds, guard, syms in facts:
+            if guard and small:
+                continue  # (torch's guards at sizes 0 and 1: see `_facts`)
+            if holds(binding) is False:
+                name = next((n for n in names if symbols[n] in syms and
+                             point[n] != hints[n]), None) or \
+                    next(n for n in names if symbols[n] in syms)
+                lo, hi = _stretch(name, hints, ranges, facts, symbols, contract, conditions)
+                return where[name], point[name], text, lo, hi, name
+    return None
+
+
+def _facts(env: Any, mine: set, guards: bool) -> list[tuple[str, Any]]:
+    """(text, holds, is a guard, its symbols) of each range and replacement (and with `guards`, each
+    guard) `env` holds on `mine` only.  A guard is judged at sizes >= 2 only: torch
+    assumes any size symbol is at least 2 and records ``n != 1`` (a broadcast) in almost
+    every program, which ExecuTorch's kernels do not rely on (measured: the .pte runs 0 and
+    1 as eager where such a guard stands); a guard false at a larger size is a
+    specialization (a size split's branch sized at the other side's stand-in size)."""
+    out = []
+    for guard in getattr(env, "guards", ()) if guards else ():
+        expr = guard.expr
+        if expr.free_symbols and expr.free_symbols <= mine:
+            out.append((str(expr), _evaluator(expr), True, expr.free_symbols))
+    for sym in mine:
+        vr = env.var_to_range.get(sym)
+        if vr is not None:
+            # (the upper end plans memory; a lower end of 2 is torch's assumption on any
+            # size symbol, which ExecuTorch's kernels do not rely on: read past 2 only)
+            # (a lower maximum only makes the .pte refuse larger sizes at `set_inputs`:
+            # `narrowed_maxima` warns of it)
+            if _above_two(vr.lower):
+                out.append((f"{sym} >= {vr.lower}", _in_range(sym, vr.lower, sympy.oo),
+                            False, {sym}))
+        value = env.replacements.get(sym)
+        if value is not None and value != sym and value.free_symbols <= mine:
+            out.append((f"{sym} == {value}", _evaluator(sympy.Eq(sym, value)), False,
+                        {sym}))
+    return out
+
+
+def narrowed_maxima(placeholders: list[Any], contract: Any) -> list[tuple[str, int, int]]:
+    """(where, kept, declared) of each input dim whose maximum the lowering narrowed (a
+    decision torch took at the stand-in size: its convolution's backend choice guards
+    ``batch < 16`` with one thread): ExecuTorch plans that dim's memory for `kept`."""
+    out = []
+    for inp, node in zip(contract.inputs, placeholders):
+        if not isinstance(inp, TensorInput) or inp.scalar or node is None:
+            continue
+        shape = getattr(node.meta.get("val"), "shape", None)
+        if shape is None or len(shape) != len(inp.dims):
+            continue
+        for d, dim in enumerate(inp.dims):
+            size, declared = shape[d], contract.symbol(dim.symbol) if dim.symbol else None
+            if dim.kind != "bind" or not isinstance(size, torch.SymInt) or \
+                    declared is None or declared.hi is None or size.node.expr.is_number:
+                continue
+            vr = size.node.shape_env.var_to_range.get(size.node._expr)
+            try:
+                kept = int(vr.upper) if vr is not None and bool(vr.upper < declared.hi) \
+                    else None
+            except (TypeError, ValueError):
+                kept = None
+            if kept is not None:
+                out.append((inp.where(d), kept, declared.hi))
+    return out
+
+
+def _above_two(lo: Any) -> bool:
+    try:
+        return bool(lo > 2)
+    except TypeError:
+        return False
+
+
+def _evaluator(expr: Any) -> Any:
+    def holds(binding: dict) -> bool | None:
+        try:
+            value = expr.xreplace(binding)
+            value = value.doit() if hasattr(value, "doit") else value
+        except Exception:  # noqa: BLE001 - a fact sympy cannot evaluate: not judged
+            return None
+        if value in (sympy.true, True):
+            return True
+        if value in (sympy.false, False):
+            return False
+        return None
+    return holds
+
+
+def _in_range(sym: Any, lo: Any, hi: Any) -> Any:
+    def holds(binding: dict) -> bool | None:
+        v = binding.get(sym)
+        if v is None:
+            return None
+        try:
+            return bool(lo <= v) and bool(v <= hi)
+        except TypeError:  # (an end sympy cannot compare: not judged)
+            return None
+    return holds
+
+
+def _hint(sym: Any, env: Any, rng: tuple) -> int:
+    values = getattr(env, "backed_var_to_val", None)
+    if values is None:
+        values = getattr(env, "var_to_val", {})
+    hint = values.get(sym)
+    return int(hint) if hint is not None else rng[0]
+
+
+def _points(names: list[str], ranges: dict, hints: dict) -> Any:
+    """Every point of the box (in order of distance from the hints, per axis), or, past
+    the budget, each axis's ends, their neighbours, the hint's neighbours and a spread."""
+    axes = []
+    total = 1
+    for n in names:
+        lo, hi = ranges[n]
+        total *= hi - lo + 1
+        axes.append(list(range(lo, hi + 1)))
+    if total > _BUDGET:
+        per = max(2, int(_BUDGET ** (1 / len(names))))
+        axes = []
+        for n in names:
+            lo, hi = ranges[n]
+            picks = {lo, lo + 1, hi, hi - 1, hints[n] - 1, hints[n] + 1}
+            step = max(1, (hi - lo) // per)
+            picks.update(range(lo, hi + 1, step))
+            axes.append(sorted(v for v in picks if lo <= v <= hi))
+    for values in itertools.product(*axes):
+        yield dict(zip(names, values))
+
+
+def _accepts(contract: Any, conditions: list, point: dict) -> bool:
+    for c in conditions:
+        if not c.free_symbols <= {*point}:
+            continue  # (a condition on a symbol read from data, or another input)
+        try:
+            if not bool(c.evaluate(point)):
+                return False
+        except (ZeroDivisionError, ValueError):
+            return False
+    return True
+
+
+def _stretch(name: str, hints: dict, ranges: dict, facts: list, symbols: dict,
+             contract: Any, conditions: list) -> tuple[int, int]:
+    """The sizes of `name` around its hint (others at theirs) where every fact holds."""
+    def ok(v: int) -> bool:
+        point = {**hints, name: v}
+        binding = {symbols[n]: sympy.Integer(x) for n, x in point.items()}
+        return all(holds(binding) is not False for _, holds, guard, _ in facts
+                   if not (guard and min(point.values()) < 2))
+
+    lo, hi = ranges[name]
+    a = b = min(max(hints[name], lo), hi)
+    while a - 1 >= lo and ok(a - 1):
+        a -= 1
+    while b + 1 <= hi and ok(b + 1):
+        b += 1
+    return a, b if b < math.inf else hi
