@@ -208,3 +208,19 @@ def folded_at_zero(node: str, where: str, dim: str, tool: str) -> ConversionErro
         f"compute eager's)",
         fix=f"declare the Dim with min=1 where 0 never occurs (st.Dim(..., min=1) for {dim}), "
             f"or " + _RUN_OURS)
+
+
+def zero_sizes_not_convertible(node: str, where: str, dim: str,
+                               cause: Exception) -> ConversionError:
+    """``ep.to_torch()``: a size node torch's positive symbols fold into another value at
+    `dim` == 0, and the conversion with `dim`'s symbol non-positive failed (`cause`)."""
+    first = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    return ConversionError(
+        f"node {node}{where} computes a size (or a condition on sizes) that torch's "
+        f"symbols, which assume every size is at least 1, simplify into another value at "
+        f"{dim} == 0 (`max(n, 1)` into `n`); torch's tools that retrace the converted "
+        f"program (run_decompositions, AOTInductor, ExecuTorch, torch.onnx) would keep "
+        f"torch's value and answer {dim} == 0 wrongly, and the conversion with {dim} "
+        f"allowed to be 0 in torch's symbols failed ({first})",
+        fix=f"declare the Dim with min=1 where 0 never occurs (st.Dim(..., min=1) for {dim}), "
+            f"or " + _RUN_OURS)
