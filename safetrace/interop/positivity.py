@@ -33,7 +33,6 @@ from typing import Any, Callable
 
 import torch
 
-from safetrace.errors import ExportError
 from safetrace.errors import interop as EI
 
 _aten = torch.ops.aten
@@ -48,12 +47,14 @@ def faithful_at_zero(tep: Any, ours_of: dict[str, str],
     """`tep` (a conversion whose torch symbol names map to ours by `ours_of`), or, where a
     size node of it folds at a Dim's 0, `again` (the conversion) with those of our symbols
     non-positive (see the module docstring)."""
-    folds = _folds(tep.graph, narrowing=True)
+    graphs = [m.graph for m in tep.graph_module.modules() if isinstance(m, torch.fx.GraphModule)]
+    folds = _folds(graphs, narrowing=True)
     if not folds:
         return tep
     try:
         other = again(frozenset(ours_of.get(s, s) for s in folds))
-    except ExportError as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure of it (sympy's Mod(n, m) at a
+        # divisor that may be 0 raises ZeroDivisionError): the first conversion's verdict
         wrong = [(s, node) for s, (node, narrows) in folds.items() if not narrows]
         if not wrong:
             return tep  # (torch's tools refuse inputs the program accepts: narrower only)
@@ -68,20 +69,21 @@ def folded_at_zero(graph: torch.fx.Graph) -> tuple[torch.fx.Node, str] | None:
     """The first size node of `graph` whose torch value differs from what it computes at a
     size of 0 in its range, with that symbol's name (see the module docstring); None where
     there is none.  A binding the graph's own asserts refuse is out of its space: left."""
-    for symbol, (node, _) in _folds(graph, narrowing=False, first=True).items():
+    for symbol, (node, _) in _folds([graph], narrowing=False, first=True).items():
         return node, symbol
     return None
 
 
-def _folds(graph: torch.fx.Graph, narrowing: bool, first: bool = False) -> dict:
-    """Symbol name -> (its first size node torch folds at its 0, whether the fold only
-    narrows a condition); with `narrowing`, those that only narrow too; with `first`, only
-    the first found."""
+def _folds(graphs: list, narrowing: bool, first: bool = False) -> dict:
+    """Symbol name -> (its first size node torch folds at its 0 in `graphs` (the root's
+    first; a cond's branches and loop bodies are judged at the root's symbols), whether
+    the fold only narrows a condition); with `narrowing`, those that only narrow too; with
+    `first`, only the first found."""
     out: dict[str, tuple[torch.fx.Node, bool]] = {}
-    for zero, binding in _zero_bindings(graph):
-        found = _fold(graph, binding, narrowing)
-        if found is not None:
-            out[zero] = found
+    for zero, binding in _zero_bindings(graphs[0]):
+        found = [f for f in (_fold(g, binding, narrowing) for g in graphs) if f is not None]
+        if found:  # (a wrong value before a narrowed condition)
+            out[zero] = min(found, key=lambda f: f[1])
             if first:
                 break
     return out
@@ -134,7 +136,7 @@ def _zero_bindings(graph: torch.fx.Graph) -> list[tuple[str, dict]]:
     out = []
     for s in hints:
         vr = env.var_to_range.get(s)
-        if vr is not None and vr.lower <= 0 <= vr.upper and hints[s] != 0:
+        if vr is not None and vr.lower <= 0 <= vr.upper:  # (the example at 0 too)
             out.append((str(s), {**hints, s: 0}))
     return out
 
@@ -175,8 +177,8 @@ def _evaluated(val: Any, binding: dict) -> Any:
     try:
         out = val.node.expr.xreplace(binding)
         return bool(out) if isinstance(val, torch.SymBool) else int(out)
-    except (TypeError, ValueError, AttributeError):
-        return None
+    except (TypeError, ValueError, AttributeError, ArithmeticError):
+        return None  # (Mod(m, n) at n == 0: sympy raises)
 
 
 def node_where(node: torch.fx.Node) -> str:

@@ -233,7 +233,12 @@ class _Converter:
         vr = value_range(lo, hi)
         if vr.lower == vr.upper:  # a range of one value: torch would make it static
             return int(lo)
-        v = backed_symint(self.shape_env, hint, where, vr, name not in self.from_zero)
+        positive = name not in self.from_zero
+        if hint in ((0, 1) if not positive else (1,)) and (hi is None or hi >= 2):
+            hint = max(lo, 2)  # (torch's retrace decides guards at the hint and keeps an
+            # equality as a replacement: Eq(n, 1) true at an example of 1 made the
+            # decomposed program's n the number 1, Eq(n, 0) at 0 of a non-positive n)
+        v = backed_symint(self.shape_env, hint, where, vr, positive)
         self.ours_of[str(v.node.expr)] = name
         return v
 
