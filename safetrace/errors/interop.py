@@ -221,6 +221,6 @@ def zero_sizes_not_convertible(node: str, where: str, dim: str,
         f"{dim} == 0 (`max(n, 1)` into `n`); torch's tools that retrace the converted "
         f"program (run_decompositions, AOTInductor, ExecuTorch, torch.onnx) would keep "
         f"torch's value and answer {dim} == 0 wrongly, and the conversion with {dim} "
-        f"allowed to be 0 in torch's symbols failed ({first})",
+        f"allowed to be 0 in torch's symbols failed ({first}; ep.module() computes eager's)",
         fix=f"declare the Dim with min=1 where 0 never occurs (st.Dim(..., min=1) for {dim}), "
             f"or " + _RUN_OURS)
