@@ -225,3 +225,19 @@ def lowering_specialized(tool: str, where: str, size: int, fact: str, lo: int, h
         f"miscompute other sizes (ep.module() and ep.to_torch().module() compute eager's)",
         fix=f"declare the Dim's range where the lowering holds (st.Dim({dim!r}, min={lo}, "
             f"max={hi})), or export one program per side of a size split; or " + _RUN_OURS)
+
+
+def zero_sizes_not_convertible(node: str, where: str, dim: str,
+                               cause: Exception) -> ConversionError:
+    """``ep.to_torch()``: a size node torch's positive symbols fold into another value at
+    `dim` == 0, and the conversion with `dim`'s symbol non-positive failed (`cause`)."""
+    first = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    return ConversionError(
+        f"node {node}{where} computes a size (or a condition on sizes) that torch's "
+        f"symbols, which assume every size is at least 1, simplify into another value at "
+        f"{dim} == 0 (`max(n, 1)` into `n`); torch's tools that retrace the converted "
+        f"program (run_decompositions, AOTInductor, ExecuTorch, torch.onnx) would keep "
+        f"torch's value and answer {dim} == 0 wrongly, and the conversion with {dim} "
+        f"allowed to be 0 in torch's symbols failed ({first}; ep.module() computes eager's)",
+        fix=f"declare the Dim with min=1 where 0 never occurs (st.Dim(..., min=1) for {dim}), "
+            f"or " + _RUN_OURS)

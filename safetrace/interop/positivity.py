@@ -13,14 +13,27 @@ one symbol whose range holds 0 is 0 (the others at their example values) and com
 torch's symbolic value there, where something other than size arithmetic reads it (a
 tensor operator, an assert, a cond's predicate).  A value that differs is reported, but a
 condition only asserted that torch's value makes false where it holds (the retrace then
-refuses an input the program accepts) narrows only, and is left."""
+refuses an input the program accepts) narrows only, and is left.
+
+`faithful_at_zero` keeps such nodes out of ``ep.to_torch()``'s program itself: where the
+first conversion has one (a wrong value or a narrowed condition), the program is converted
+again with those Dims' symbols non-positive in sympy (only an integer, with our range:
+``Max(1, n)`` stays, and so does ``Eq(n, 0)``), so that torch's own ``run_decompositions``,
+``torch.export.save``/``load``, AOTInductor, ExecuTorch and ONNX keep eager's values at 0.
+Only those symbols: a non-positive symbol's contiguous strides are ``Max(1, n)`` to torch,
+and a size split's branch traced at other sizes then no longer fits ours (fuzz 3401's
+``x[0:1]`` of a point side is ``Min(1, s)`` rows).  Where that second conversion fails and
+the first's value was wrong, ``ep.to_torch()`` refuses (naming the Dim, the fix
+``min=1``); where it only narrowed, the first conversion is returned."""
 
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, Callable
 
 import torch
+
+from safetrace.errors import interop as EI
 
 _aten = torch.ops.aten
 _SIZE_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
@@ -29,33 +42,82 @@ _SIZE_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operat
              torch.sym_min, torch.sym_not, torch.sym_ite}
 
 
+def faithful_at_zero(tep: Any, ours_of: dict[str, str],
+                     again: Callable[[frozenset], Any]) -> Any:
+    """`tep` (a conversion whose torch symbol names map to ours by `ours_of`), or, where a
+    size node of it folds at a Dim's 0, `again` (the conversion) with those of our symbols
+    non-positive (see the module docstring)."""
+    graphs = [m.graph for m in tep.graph_module.modules() if isinstance(m, torch.fx.GraphModule)]
+    folds = _folds(graphs, narrowing=True)
+    if not folds:
+        return tep
+    try:
+        other = again(frozenset(ours_of.get(s, s) for s in folds))
+    except Exception as exc:  # noqa: BLE001 - any failure of it (sympy's Mod(n, m) at a
+        # divisor that may be 0 raises ZeroDivisionError): the first conversion's verdict
+        wrong = [(s, node) for s, (node, narrows) in folds.items() if not narrows]
+        if not wrong:
+            return tep  # (torch's tools refuse inputs the program accepts: narrower only)
+        symbol, node = wrong[0]
+        labels = tep.graph_module.meta.get("safetrace_dim_labels") or {}
+        raise EI.zero_sizes_not_convertible(node.name, node_where(node),
+                                            labels.get(symbol, symbol), exc) from exc
+    return other
+
+
 def folded_at_zero(graph: torch.fx.Graph) -> tuple[torch.fx.Node, str] | None:
     """The first size node of `graph` whose torch value differs from what it computes at a
     size of 0 in its range, with that symbol's name (see the module docstring); None where
     there is none.  A binding the graph's own asserts refuse is out of its space: left."""
-    for zero, binding in _zero_bindings(graph):
-        values: dict[torch.fx.Node, Any] = {}
-        for node in graph.nodes:
-            if node.target is _aten._assert_scalar.default and \
-                    values.get(node.args[0]) is False:
-                break  # (the program refuses these sizes)
-            value = _computed(node, values, binding)
-            if value is None:
-                continue
-            values[node] = value
-            if node.target is _aten.sym_size.int:
-                continue
-            theirs = _evaluated(node.meta.get("val"), binding)
-            if theirs is None or theirs == value:
-                continue
-            read = [u for u in node.users if u.target not in _SIZE_OPS]
-            if not read:
-                continue  # (only more size arithmetic reads it: judged where that is read)
-            if isinstance(value, bool) and value and not theirs and \
-                    all(u.target is _aten._assert_scalar.default for u in read):
-                continue  # (narrowing only: the retrace refuses where this accepts)
-            return node, zero
+    for symbol, (node, _) in _folds([graph], narrowing=False, first=True).items():
+        return node, symbol
     return None
+
+
+def _folds(graphs: list, narrowing: bool, first: bool = False) -> dict:
+    """Symbol name -> (its first size node torch folds at its 0 in `graphs` (the root's
+    first; a cond's branches and loop bodies are judged at the root's symbols), whether
+    the fold only narrows a condition); with `narrowing`, those that only narrow too; with
+    `first`, only the first found."""
+    out: dict[str, tuple[torch.fx.Node, bool]] = {}
+    for zero, binding in _zero_bindings(graphs[0]):
+        found = [f for f in (_fold(g, binding, narrowing) for g in graphs) if f is not None]
+        if found:  # (a wrong value before a narrowed condition)
+            out[zero] = min(found, key=lambda f: f[1])
+            if first:
+                break
+    return out
+
+
+def _fold(graph: torch.fx.Graph, binding: dict, narrowing: bool) -> tuple | None:
+    """The first size node of `graph` whose torch value differs from its value at
+    `binding`, and whether that only narrows (with `narrowing`: where no node differs
+    otherwise); None."""
+    values: dict[torch.fx.Node, Any] = {}
+    narrowed = None
+    for node in graph.nodes:
+        if node.target is _aten._assert_scalar.default and \
+                values.get(node.args[0]) is False:
+            break  # (the program refuses these sizes)
+        value = _computed(node, values, binding)
+        if value is None:
+            continue
+        values[node] = value
+        if node.target is _aten.sym_size.int:
+            continue
+        theirs = _evaluated(node.meta.get("val"), binding)
+        if theirs is None or theirs == value:
+            continue
+        read = [u for u in node.users if u.target not in _SIZE_OPS]
+        if not read:
+            continue  # (only more size arithmetic reads it: judged where that is read)
+        if isinstance(value, bool) and value and not theirs and \
+                all(u.target is _aten._assert_scalar.default for u in read):
+            if narrowing and narrowed is None:  # (narrowing only: the retrace refuses
+                narrowed = (node, True)           # where this accepts)
+            continue
+        return node, False
+    return narrowed
 
 
 def _zero_bindings(graph: torch.fx.Graph) -> list[tuple[str, dict]]:
@@ -74,7 +136,7 @@ def _zero_bindings(graph: torch.fx.Graph) -> list[tuple[str, dict]]:
     out = []
     for s in hints:
         vr = env.var_to_range.get(s)
-        if vr is not None and vr.lower <= 0 <= vr.upper and hints[s] != 0:
+        if vr is not None and vr.lower <= 0 <= vr.upper:  # (the example at 0 too)
             out.append((str(s), {**hints, s: 0}))
     return out
 
@@ -115,5 +177,11 @@ def _evaluated(val: Any, binding: dict) -> Any:
     try:
         out = val.node.expr.xreplace(binding)
         return bool(out) if isinstance(val, torch.SymBool) else int(out)
-    except (TypeError, ValueError, AttributeError):
-        return None
+    except (TypeError, ValueError, AttributeError, ArithmeticError):
+        return None  # (Mod(m, n) at n == 0: sympy raises)
+
+
+def node_where(node: torch.fx.Node) -> str:
+    """`` (at <file line> `<source line>`)`` of `node`'s stack trace, or ''."""
+    trace = (node.meta.get("stack_trace") or "").strip().splitlines()
+    return f" (at {trace[-2].strip()} `{trace[-1].strip()}`)" if len(trace) >= 2 else ""

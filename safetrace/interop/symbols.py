@@ -31,21 +31,30 @@ from safetrace.interop.size_node import IntSizeNode
 _WHERE = "safetrace.to_torch (an input symbol of the program)"
 
 
-def backed_symint(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
+def backed_symint(shape_env: Any, hint: int, where: str, vr: Any,
+                  positive: bool = True) -> Any:
     """A torch SymInt for a new backed symbol of range `vr` and example value `hint`, whose
-    source is ``ConstantSource(where)``."""
+    source is ``ConstantSource(where)``.
+
+    `positive`: the symbol is positive in sympy (torch's convention for sizes, also where
+    `vr` holds 0).  False (a range holding 0 only): sympy knows only that it is an
+    integer, so ``max(n, 1)`` stays ``Max(1, n)`` in every tool that rebuilds the program's
+    size arithmetic (``interop/positivity.py``); made by torch's own path."""
+    if not positive and vr.lower <= 0:
+        return _torch(shape_env, hint, where, vr, None)
     if quiet(shape_env) and _same_as_torch():
         return _direct(shape_env, hint, where, vr)
     return _torch(shape_env, hint, where, vr)
 
 
-def _torch(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
+def _torch(shape_env: Any, hint: int, where: str, vr: Any,
+           positive: bool | None = True) -> Any:
     from torch._dynamo.source import ConstantSource
     from torch.fx.experimental.symbolic_shapes import DimDynamic
 
     expr = shape_env.create_symbol(
         hint, ConstantSource(where), dynamic_dim=DimDynamic.DYNAMIC,
-        do_not_specialize_zero_one=True)
+        do_not_specialize_zero_one=True, positive=positive)
     shape_env.var_to_range[expr] = vr  # (a constraint: ~0.2 ms of sympy Max/Min)
     return shape_env.create_symintnode(expr, hint=hint, source=ConstantSource(where))
 

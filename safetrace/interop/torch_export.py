@@ -52,6 +52,7 @@ from safetrace.interop.load_checks import lowered
 from safetrace.interop.memos import MASK_OPS, remember, shared_rows
 from safetrace.interop.plan import (input_kind, plan_of, positional, specialized,
                                     state_spec)
+from safetrace.interop.positivity import faithful_at_zero
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, hop_value,
                                    holds_where_branch_runs, identity_slice, map_under_grad,
                                    quiet_symbol_logs, sizes_from_data,
@@ -101,14 +102,19 @@ def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
     # (a conversion inside the user's own FakeTensorMode: the program is built with its
     # own fake values, outside the user's mode, as torch.export builds its own)
     with outside_modes(), gc_paused():
-        return _Converter(ep, strict, verify).run()
+        first = _Converter(ep, strict, verify)
+        return faithful_at_zero(first.run(), first.ours_of, lambda names: _Converter(
+            ep, strict, verify, names).run())
 
 
 class _Converter:
-    def __init__(self, ep: Any, strict: bool, verify: bool = False) -> None:
+    def __init__(self, ep: Any, strict: bool, verify: bool = False,
+                 from_zero: frozenset = frozenset()) -> None:
         self.ep = ep
         self.strict = strict
         self.verify = verify
+        self.from_zero = from_zero  # (our symbols made non-positive: positivity.py)
+        self.ours_of: dict[str, str] = {}  # torch symbol name -> ours
         self.shape_env = conversion_env()
         quiet_symbol_logs(self.shape_env)
         self.mode = conversion_mode(self.shape_env)
@@ -228,7 +234,14 @@ class _Converter:
         vr = value_range(lo, hi)
         if vr.lower == vr.upper:  # a range of one value: torch would make it static
             return int(lo)
-        return backed_symint(self.shape_env, hint, where, vr)
+        positive = name not in self.from_zero
+        if hint in ((0, 1) if not positive else (1,)) and (hi is None or hi >= 2):
+            hint = max(lo, 2)  # (torch's retrace decides guards at the hint and keeps an
+            # equality as a replacement: Eq(n, 1) true at an example of 1 made the
+            # decomposed program's n the number 1, Eq(n, 0) at 0 of a non-positive n)
+        v = backed_symint(self.shape_env, hint, where, vr, positive)
+        self.ours_of[str(v.node.expr)] = name
+        return v
 
     # -- placeholders ------------------------------------------------------------------------
     def _placeholder(self, spec: Any, node: torch.fx.Node,

@@ -36,14 +36,20 @@ from __future__ import annotations
 
 import copy
 import io
+import os
 import re
+import warnings
 
 import torch
 
 import safetrace as st
 from tests.conformance.checker import compare
 
-WAYS = ("to_torch", "load+to_torch")
+# SAFETRACE_FUZZ_DECOMPOSE=1 adds torch's own retrace of the converted program:
+# ``ep.to_torch().run_decompositions().module()`` (an exception of torch's retrace counts
+# as a documented refusal: loud; a value other than eager's is WRONG)
+WAYS = ("to_torch", "load+to_torch") + (
+    ("to_torch+decompose",) if os.environ.get("SAFETRACE_FUZZ_DECOMPOSE") == "1" else ())
 INPUT_KINDS = ("ok", "WRONG", "over_rejection", "crash", "under_rejection", "late_refusal",
                "split_read_range")
 PROGRAM_KINDS = ("converted", "convert_refused", "convert_crash", "convert_split34")
@@ -78,7 +84,16 @@ def convert(ep, way: str, program):
             buf = io.BytesIO()
             st.save(ep, buf)
             src = st.load(buf.getvalue())
-        gm = src.to_torch().module()
+        tep = src.to_torch()
+        if way == "to_torch+decompose":
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    tep = tep.run_decompositions()
+            except Exception as e:  # noqa: BLE001 - torch's retrace refused: loud
+                return None, None, ("convert_refused", f"run_decompositions: "
+                                    f"{type(e).__name__}: {str(e).strip()}"[:400])
+        gm = tep.module()
     except st.ConversionError as e:
         text = f"{type(e).__name__}: {str(e).strip()}"[:400]
         kind = "convert_crash" if _asks_report(str(e)) or _split_cond(str(e), program) \

@@ -70,7 +70,7 @@ FIELDS = ("programs", "exported", "inputs", "ok", "rejected", "over_rejection",
           "export_crash", "refused", "eager_fails")
 BAD = ("WRONG", "crash_after_checks", "export_crash")
 ONE_VALUE = " [the spec: a Dim with a one-value range]"
-CONVERTED = ("to_torch ", "load+to_torch ")   # the kinds of tests/fuzz/converted.py's findings
+CONVERTED = ("to_torch ", "load+to_torch ", "to_torch+decompose ")   # the kinds of tests/fuzz/converted.py's findings
 
 
 @dataclass
