@@ -167,6 +167,9 @@ class ModuleGuard:
     def __init__(self, model: Any, walk: list | None = None) -> None:
         self.model = model
         self.walk = walk  # pytree.module_walk(model), when the caller has it
+        # per module: (path, module, its parameters, buffers, training flag, __dict__ (copies),
+        # its key order, its hook tables, copies of their contents or None where all were
+        # empty)
         self.saved: list = []
         # (list/dict/set attribute, its copy, its path)
         self.containers: list[tuple[Any, Any, str]] = []
@@ -174,9 +177,6 @@ class ModuleGuard:
         self.objects: list[tuple[Any, dict, str]] = []
         self.changed: list[tuple[str, Any, Any]] = []
         self.scripted: list[tuple[Any, str, Any]] = []  # (C++ module, attribute, value)
-        # (a module's path, its hook tables, copies of their contents or None where all
-        # were empty)
-        self.hooks: list[tuple[str, tuple, tuple | None]] = []
         # (path, module, attribute, value before, value after) per plain Python value
         # (int, float, bool, str, None) forward changed: exporter/python_state.py
         self.scalars: list[tuple[str, Any, str, Any, Any]] = []
@@ -238,24 +238,27 @@ class ModuleGuard:
                         self.objects.append((v, v.__dict__.copy(),
                                              f"{mname}.{k}" if mname else k))
                 # (copies of the dicts: their values and keys are compared by identity
-                # on exit, in order, which finds any change in one pass each)
+                # on exit, in order, which finds any change in one pass each; the hook
+                # tables with copies of their contents, None where all were empty, in
+                # the same entry: no second list)
                 params, buffers = mod._parameters, mod._buffers
                 # (_copy inline for plain dicts: two Python calls less per module)
                 self.saved.append((mname, mod,
                                    params.copy() if type(params) is dict else _copy(params),
                                    buffers.copy() if type(buffers) is dict else _copy(buffers),
-                                   mod.training, d.copy(), layout))
+                                   mod.training, d.copy(), layout, tables,
+                                   tuple(t.copy() for t in tables) if hooked else None))
                 if "_c" in d or "_actual_script_module" in d:
                     self.scripted += _script_attributes(mod)
-                self.hooks.append((mname, tables, tuple(t.copy() for t in tables)
-                                   if hooked else None))
             if held is not None:
                 walk.held = held
         return self
 
     def __exit__(self, *exc: Any) -> None:
         same = operator.is_
-        for mname, mod, params, buffers, training, everything, layout in self.saved:
+        hooked = []  # (path, hook tables, copies) of the modules with a hook before or now
+        for mname, mod, params, buffers, training, everything, layout, tables, copies \
+                in self.saved:
             # whether each dict differs from its copy now: the same keys in the same order
             # (tuples of keys compared in C: equal keys are the same key to a dict), each
             # with the same value object (a key removed and added again reads as changed:
@@ -294,9 +297,9 @@ class ModuleGuard:
                 d.update(everything)
             if mod.training is not training:  # (bools; a Parameter named training: as is)
                 mod.training = training
-        for mname, tables, copies in self.hooks:
-            if copies is None and not any(tables):
-                continue
+            if copies is not None or any(tables):  # (taken back below, in module order)
+                hooked.append((mname, tables, copies))
+        for mname, tables, copies in hooked:
             for name, t, before in zip(_HOOK_TABLES, tables, copies or (_EMPTY,) * 7):
                 if t.keys() != before.keys():  # (hooks forward registered: taken back,
                     # and traced again with them as state, python_state.py)
