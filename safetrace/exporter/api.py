@@ -135,6 +135,7 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
             except E.OpShapeError as exc:  # (eager raises at these hints: a split's side
                 # may trace again with other named Dims at other sizes, splits.py)
                 exc.st_dims = {n: (d.min, d.max) for n, d in runs[-1].dyn.declared.items()}
+                exc.st_examples = runs[-1].dyn.examples
                 raise
 
         def every(defer: bool | frozenset, named: dict | None = None,

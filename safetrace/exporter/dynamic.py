@@ -94,6 +94,8 @@ class DynamicDims(NamedRelations):
         self.defer_keys: frozenset = frozenset()
         self.deferred: list[Violation] = []
         self.auto_named: dict[str, Dim] = {}  # Dim.AUTO dims traced as Dims (auto_small.py)
+        self.examples: dict[str, int] = {}  # Dim name -> its example size (a side's hints
+        # aside: splits._run_side traces a side again there where eager raises at its hint)
 
     # -- before tracing ---------------------------------------------------------------
     def sizes(self, path: str, t: torch.Tensor, entries: list | None) -> tuple:
@@ -209,6 +211,7 @@ class DynamicDims(NamedRelations):
 
     def _root(self, dim: Dim, hint: int, where: str, path: str, d: int,
               derived: DerivedDim | None = None) -> Expr:
+        self.examples.setdefault(dim.name, hint)
         side = self.overrides.get(dim.name)
         if side is not None:  # a split's side: its own hint and range
             hint = side[0]

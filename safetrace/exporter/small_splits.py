@@ -65,14 +65,31 @@ def small_sides(env: Env, contract: Contract, dyn: Any, skip: frozenset = frozen
             if not small or requirements_only(env, point, True):
                 continue
             # (the smallest size first: at (1, 0) of `s0*s1 != 0` the 0 breaks it, and a
-            # split at s0 == 1 would only spend one of the splits)
-            first = min(small, key=lambda s: point[s])
+            # split at s0 == 1 would only spend one of the splits; a Dim that breaks it
+            # alone first: at (3, 1, 1) of `min(s0, P) == min(s2, P)` s2, not s1)
+            first = min(small, key=lambda s: (not _alone(env, c, point, s, small), point[s]))
             name = dyn.dim_names[first]
             dim = dyn.roots[name][0]  # (the Dim, or a split side's range)
             v = point[first]
             if dim.min < dim.max and (name, v) not in skip:
                 return [((name, v, v, dim.min, dim.max, v, False), dyn.relations(), c)]
     return []
+
+
+def _alone(env: Env, c: Any, point: dict, s: str, small: list) -> bool:
+    """Whether `point` with its other small sizes at their hints (2 or more) still breaks
+    the condition `c` where eager runs: `s` below 2 is what breaks it."""
+    moved = dict(point)
+    for o in small:
+        if o != s:
+            h = env.hints.get(o, 0)
+            if h < ASSUMED_MIN:
+                return False
+            moved[o] = h
+    try:
+        return not c.cond.evaluate(moved) and not requirements_only(env, moved, True)
+    except (ArithmeticError, KeyError, ValueError, TypeError):
+        return False
 
 
 def split_small_sizes(run: Callable, ep: ExportedProgram, max_splits: int,
