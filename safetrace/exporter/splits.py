@@ -43,7 +43,7 @@ from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter.relation_splits import split_refused, split_relation
 from safetrace.exporter.sides import CHECKED
 from safetrace.exporter.size_tests import same_either_way, widen_unbacked
-from safetrace.exporter.small_splits import explore_small, split_small_sizes
+from safetrace.exporter.small_splits import KEPT, explore_small, split_small_sizes
 from safetrace.exporter.split_regions import (hull_of, range_text, region_of, region_pred,
                                               region_text, side_ranges, symbol_of, tiles)
 from safetrace.exporter.split_report import header, headed, nested, where_of
@@ -168,7 +168,16 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
     for plo, phi, phint in sorted(parts):
         side = dict(overrides)
         side[name] = (phint, plo, phi)
-        _trace_side(run, side, name, sides, budget)
+        kept, used = len(sides), budget[0]
+        try:
+            _trace_side(run, side, name, sides, budget)
+        except Exception as why:  # noqa: BLE001 - the program split, where its checks stay
+            whole = KEPT.get()
+            if whole is None or getattr(why, "kind", "") == "too-many-splits":
+                raise
+            del sides[kept:]
+            budget[0] = used
+            sides.append(Side(region_of(side), whole))
 
 
 def _trace_side(run: Callable, side: dict, name: str, sides: list[Side],
@@ -211,7 +220,7 @@ def _trace_side(run: Callable, side: dict, name: str, sides: list[Side],
     ep = split_relation(lambda more, side=side: run({**side, **more}), ep, budget[1])
     if len(budget) > 4 and getattr(ep, "small_sides", ()):  # (small_splits.py's: nested)
         try:
-            explore_small(run, ep, side, _explore, sides, budget)
+            explore_small(run, ep, side, _explore, sides, budget, combine)
             return
         except Exception as why:  # noqa: BLE001 - the side with its run-time checks
             if getattr(why, "kind", "") == "too-many-splits":
