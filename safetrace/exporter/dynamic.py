@@ -25,7 +25,7 @@ from safetrace.exporter.dim_relations import NamedRelations, range_text, static_
 from safetrace.exporter.eager_raises import ASSUMED_MIN, range_assumed_away
 from safetrace.exporter.example_ranges import in_range
 from safetrace.exporter.fix_links import compose_links
-from safetrace.exporter.relation_splits import plain_relation, relation_point
+from safetrace.exporter.relation_splits import plain_relation, positive_sizes, relation_point
 from safetrace.exporter.sides import (
     ASSUMED, CHECKED, RELATED, SPECIAL, assumed_out, auto_alias, only_value, point_narrowing, side_hint,
 )
@@ -204,7 +204,7 @@ class DynamicDims(NamedRelations):
         """(condition, overrides of a side breaking it) for the first refused relation
         (``relation_splits.split_refused``), or None."""
         contract, c, named = self.refused[0]
-        if not plain_relation(c.cond):
+        if not plain_relation(c.cond, positive_sizes(contract, c.cond.free_symbols)):
             return None
         side = relation_point(self.env, contract, c, named, self)
         return None if side is None else (c.cond, side, c.origin)
