@@ -59,3 +59,42 @@ def test_an_example_dividing_by_0_traces_the_except_branch():
     for n in (0, 1, 5):
         x = torch.randn(n)
         torch.testing.assert_close(ep.module()(x, torch.ones(n)), _caught(x, torch.ones(n)))
+
+
+# fuzz seed 3707 again: an integer tensor divided by such a size (``torch.div(t, n - 2,
+# rounding_mode="floor")``, ``t % d``, ``fmod``, ``//``): eager's kernel raises
+# ZeroDivisionError where the result has elements, which the program's graph did too
+# (RuntimeError from the kernel) where eager, catching it, computes.  Checked now.
+def _tensor_caught(x, y):
+    v0 = y.to(torch.int32)
+    try:
+        v2 = torch.div(v0.to(torch.int8) - x.shape[1], x.shape[1] - 2, rounding_mode="floor")
+    except RuntimeError:
+        v2 = v0.sum() * 0
+    return v0, v2
+
+
+def _tensor_plain(x, y):
+    return (y.long() % (x.shape[1] - 2), torch.fmod(y.long(), x.shape[0] - y.shape[0]),
+            y.long() // (x.shape[1] - 2), y // (x.shape[1] - 2))
+
+
+@pytest.mark.parametrize("f", [_tensor_caught, _tensor_plain])
+def test_an_integer_tensor_divided_by_a_size_that_can_be_0_is_checked(f, tmp_path):
+    spec = ({1: Dim("a", min=2), 2: Dim("b", min=2, max=16)}, {0: Dim("c"), 1: Dim("d")})
+    ep = st.export(f, (torch.randn(4, 3, 3), torch.randn(4, 2) * 9), dynamic_shapes=spec)
+    st.save(ep, tmp_path / "p.pt2")
+    progs = [ep.module(), st.load(tmp_path / "p.pt2").module()]
+    for a, c, d in [(3, 4, 2), (5, 2, 3), (2, 0, 2), (2, 3, 0), (3, 0, 1), (2, 2, 1), (3, 4, 0)]:
+        x, y = torch.randn(4, a, 2), torch.randn(c, d) * 9
+        raises = c * d and (a == 2 or (f is _tensor_plain and c == 4))
+        for prog in progs:
+            if raises:   # eager raises, or catches it and computes: refused before computing
+                with pytest.raises(st.InputMismatchError, match="ZeroDivisionError"):
+                    prog(x, y)
+                continue
+            for g, w in zip(prog(x, y), f(x, y), strict=True):
+                torch.testing.assert_close(g, w)
+    for prog in progs:   # out of the declared space: a below its min
+        with pytest.raises(st.InputMismatchError):
+            prog(torch.randn(4, 1, 2), torch.randn(2, 2))
