@@ -221,15 +221,17 @@ def div(self: Any, other: Any, *, rounding_mode: str | None = None) -> TensorMet
 def _by_a_size(name: str, out: TensorMeta, other: Any) -> TensorMeta:
     """`out`, an integer division's result (`name`: floor_divide, remainder, fmod, div
     with a rounding mode) by `other`: where that is a size that can be 0 (``t // (n -
-    m)``), eager's kernel raises ZeroDivisionError unless `out` is empty or a float, which
+    m)``) or is 0, eager's kernel raises ZeroDivisionError unless `out` is empty or a float, which
     the meta function does not check: a run-time check of the program (kernel_checks)."""
-    if type(other) not in SYM_CLASSES or dtype_category(out.dtype) != INT:
+    if type(other) not in (*SYM_CLASSES, int, bool) or dtype_category(out.dtype) != INT:
         return out
-    nonzero = other != 0
+    nonzero = other != 0  # (a Python 0 too: `x.shape[0] - x.size(2)` of one Dim)
     if nonzero is not True:
         empty = out.numel() == 0
-        kernel_check(nonzero if empty is False else empty | nonzero, name,
-                     "ZeroDivisionError")
+        cond = empty if nonzero is False else nonzero if empty is False else empty | nonzero
+        if type(cond) in SYM_CLASSES and not cond.env.hint(cond.expr):
+            check(cond, name, "ZeroDivisionError")  # (the example raises, as eager does)
+        kernel_check(cond, name, "ZeroDivisionError")
     return out
 
 
