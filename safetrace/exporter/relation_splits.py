@@ -264,9 +264,11 @@ def _replaced(ep: ExportedProgram, other: ExportedProgram) -> dict:
 
 
 def _one_point(side: dict, dim_names: dict) -> dict | None:
-    """{symbol: size}: the one point of the side's Dims (in their ranges) where all its
-    assumptions hold, counted over every point (at most ``_BOX``); None where there are
-    more, none, or the assumptions read other sizes."""
+    """{symbol: size}: the side's Dims (in their ranges) that take one size wherever all
+    its assumptions hold, counted over every point (at most ``_BOX``): all of them where
+    they hold at one point (`h*w == 16` and `h == w`), some where they pin those alone
+    (``min(a, b) > 2`` with ``a <= 3``: a == 3, b from 3); None where none is pinned,
+    they never hold, or the assumptions read other sizes."""
     assumed = side.get(ASSUMED, ())
     names = sorted(set().union(*(c.free_symbols for c in assumed)))
     spans = []
@@ -277,7 +279,7 @@ def _one_point(side: dict, dim_names: dict) -> dict | None:
         spans.append(range(int(entry[1]), int(entry[2]) + 1))
     if not spans or math.prod(len(r) for r in spans) > _BOX:
         return None
-    found = None
+    seen: dict[str, set] = {s: set() for s in names}
     for combo in itertools.product(*spans):
         p = dict(zip(names, combo))
         try:
@@ -285,10 +287,10 @@ def _one_point(side: dict, dim_names: dict) -> dict | None:
         except (ArithmeticError, ValueError, TypeError):
             return None
         if holds:
-            if found is not None:
-                return None
-            found = p
-    return found
+            for s, v in p.items():
+                seen[s].add(v)
+    pins = {s: next(iter(vs)) for s, vs in seen.items() if len(vs) == 1}
+    return pins or None
 
 
 def _solve(run: Callable, overrides: dict, budget: list[int]) -> ExportedProgram:
