@@ -64,7 +64,8 @@ def promote(rng, env, v):
         f"{v} = {a}.to({ft}).mean() * {num}", f"{v} = {a}.to({it}).float().mean() + {num}",
         f"{v} = ({a}.to({it}) == {num}).sum() + {n}",
         f"{v} = torch.tensor([{n}, {m}, {n} - {m}]).to({it}) * {a}.sum()",
-        f"{v} = {a}.to({it}).max() if {a}.numel() else torch.tensor({num})",
+        # (both answers one dtype: a torch.cond's branches return one, so a split joins)
+        f"{v} = {a}.to({it}).max() if {a}.numel() else torch.tensor({num}).to({it})",
     ])
 
 
