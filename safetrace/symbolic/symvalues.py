@@ -59,22 +59,24 @@ def _int_operand(o: object) -> Expr | None:
 
 
 def _binop(fn: Fn, fop: str) -> Callable[[SymInt, object], Any]:
+    divides = fop in _DIVIDE  # (Python raises where the divisor is 0: zerodiv.py)
     def op(self: SymInt, o: object) -> Any:
         e = _int_operand(o)
         if e is None:
             return SymFloat._mixed(fop, self, o, False)
-        if fop in _DIVIDE and e.op != "const":  # (Python raises where the divisor is 0)
+        if divides and e.op != "const":
             nonzero_divisor(self.env, e)
         return _wrap_int(fn(self.expr, e), self.env)
     return op
 
 
 def _rbinop(fn: Fn, fop: str) -> Callable[[SymInt, object], Any]:
+    divides = fop in _DIVIDE
     def op(self: SymInt, o: object) -> Any:
         e = _int_operand(o)
         if e is None:
             return SymFloat._mixed(fop, self, o, True)
-        if fop in _DIVIDE:
+        if divides:
             nonzero_divisor(self.env, self.expr)
         return _wrap_int(fn(e, self.expr), self.env)
     return op
