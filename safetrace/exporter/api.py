@@ -48,7 +48,7 @@ from safetrace.trace.graph import add_node
 from safetrace.trace.handlers.casts import drop_replayed_checks
 from safetrace.trace.handlers.grad import close_grad_regions
 from safetrace.trace.proxy import Proxy, SymShape
-from safetrace.trace.raising import is_requirement
+from safetrace.trace.raising import in_subgraph, is_requirement
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, raised_at, short, stack_trace
 from safetrace.trace.pieces import drop_unread
@@ -218,6 +218,7 @@ class Exporter:
         self.env = torch_env()
         self.env.origin_provider = _user_origin
         self.env.precondition_probe = is_requirement  # `assert`, `if ...: raise`, op checks
+        self.env.subgraph_probe = in_subgraph
         self.dyn = DynamicDims(self.env)
         self.scalars: set[int] = set()  # leaves: ints declared dynamic
         if sides:  # a size split's side (exporter/splits.py; none: DynamicDims' own)

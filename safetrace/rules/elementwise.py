@@ -13,6 +13,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.meta import TensorMeta
+from safetrace.meta.active import ACTIVE
 from safetrace.meta.symtypes import SYM_CLASSES
 from safetrace.rules.common import (
     TO_COMPLEX,
@@ -225,6 +226,9 @@ def _by_a_size(name: str, out: TensorMeta, other: Any) -> TensorMeta:
     the meta function does not check: a run-time check of the program (kernel_checks)."""
     if type(other) not in (*SYM_CLASSES, int, bool) or dtype_category(out.dtype) != INT:
         return out
+    probe = ACTIVE.env.subgraph_probe if ACTIVE.env is not None else None
+    if probe is not None and probe():  # (a torch.cond branch or a loop body: it may run
+        return out  # only where the divisor is not 0)
     nonzero = other != 0  # (a Python 0 too: `x.shape[0] - x.size(2)` of one Dim)
     if nonzero is not True:
         empty = out.numel() == 0

@@ -17,6 +17,8 @@ def nonzero_divisor(env: Env, d: Expr) -> None:
     instead of raising ZeroDivisionError from the graph's size arithmetic)."""
     if not d.free_symbols <= env.hints.keys():
         return  # (a data-dependent divisor: the graph computes it, as torch's does)
+    if env.subgraph_probe is not None and env.subgraph_probe():
+        return  # (a torch.cond branch or a loop body: it may run only where d != 0)
     r = D.bounds_of(env, d)
     if r.lo > 0 or r.hi < 0:
         return
