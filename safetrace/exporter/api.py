@@ -48,7 +48,7 @@ from safetrace.trace.graph import add_node
 from safetrace.trace.handlers.casts import drop_replayed_checks
 from safetrace.trace.handlers.grad import close_grad_regions
 from safetrace.trace.proxy import Proxy, SymShape
-from safetrace.trace.raising import is_requirement
+from safetrace.trace.raising import in_subgraph, is_requirement
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, raised_at, short, stack_trace
 from safetrace.trace.pieces import drop_unread
@@ -135,6 +135,7 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
             except E.OpShapeError as exc:  # (eager raises at these hints: a split's side
                 # may trace again with other named Dims at other sizes, splits.py)
                 exc.st_dims = {n: (d.min, d.max) for n, d in runs[-1].dyn.declared.items()}
+                exc.st_examples = runs[-1].dyn.examples
                 raise
 
         def every(defer: bool | frozenset, named: dict | None = None,
@@ -217,6 +218,7 @@ class Exporter:
         self.env = torch_env()
         self.env.origin_provider = _user_origin
         self.env.precondition_probe = is_requirement  # `assert`, `if ...: raise`, op checks
+        self.env.subgraph_probe = in_subgraph
         self.dyn = DynamicDims(self.env)
         self.scalars: set[int] = set()  # leaves: ints declared dynamic
         if sides:  # a size split's side (exporter/splits.py; none: DynamicDims' own)

@@ -25,7 +25,7 @@ from safetrace.exporter.dim_relations import NamedRelations, range_text, static_
 from safetrace.exporter.eager_raises import ASSUMED_MIN, range_assumed_away
 from safetrace.exporter.example_ranges import in_range
 from safetrace.exporter.fix_links import compose_links
-from safetrace.exporter.relation_splits import plain_relation, relation_point
+from safetrace.exporter.relation_splits import plain_relation, positive_sizes, relation_point
 from safetrace.exporter.sides import (
     ASSUMED, CHECKED, RELATED, SPECIAL, assumed_out, auto_alias, only_value, point_narrowing, side_hint,
 )
@@ -94,6 +94,8 @@ class DynamicDims(NamedRelations):
         self.defer_keys: frozenset = frozenset()
         self.deferred: list[Violation] = []
         self.auto_named: dict[str, Dim] = {}  # Dim.AUTO dims traced as Dims (auto_small.py)
+        self.examples: dict[str, int] = {}  # Dim name -> its example size (a side's hints
+        # aside: splits._run_side traces a side again there where eager raises at its hint)
 
     # -- before tracing ---------------------------------------------------------------
     def sizes(self, path: str, t: torch.Tensor, entries: list | None) -> tuple:
@@ -202,13 +204,14 @@ class DynamicDims(NamedRelations):
         """(condition, overrides of a side breaking it) for the first refused relation
         (``relation_splits.split_refused``), or None."""
         contract, c, named = self.refused[0]
-        if not plain_relation(c.cond):
+        if not plain_relation(c.cond, positive_sizes(contract, c.cond.free_symbols)):
             return None
         side = relation_point(self.env, contract, c, named, self)
         return None if side is None else (c.cond, side, c.origin)
 
     def _root(self, dim: Dim, hint: int, where: str, path: str, d: int,
               derived: DerivedDim | None = None) -> Expr:
+        self.examples.setdefault(dim.name, hint)
         side = self.overrides.get(dim.name)
         if side is not None:  # a split's side: its own hint and range
             hint = side[0]

@@ -72,7 +72,7 @@ def relation_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
         if not named or c.cond in dyn.assumed or str(c.cond) in deferred or \
                 declared_range(c.origin) or any(
                 contract.symbol(s) is None or not contract.symbol(s).backed
-                for s in syms) or not plain_relation(c.cond):
+                for s in syms) or not plain_relation(c.cond, positive_sizes(contract, syms)):
             continue
         side = relation_point(env, contract, c, named, dyn) if not out else None
         if side is not None or out:
@@ -130,22 +130,37 @@ def _small(contract: Contract, c: Any, named: list[str]) -> Any:
             continue
 
 
-def plain_relation(e: Any) -> bool:
-    """Size arithmetic and comparisons only, dividing by constants (not 0) or by a max with
-    a positive constant (``y[::max(x.shape[3] // 2, 1)]``'s length: never 0) only."""
+def plain_relation(e: Any, positive: frozenset = frozenset()) -> bool:
+    """Size arithmetic and comparisons only, dividing by constants (not 0), by a max with
+    a positive constant (``y[::max(x.shape[3] // 2, 1)]``'s length: never 0) or by sizes
+    whose checked ranges leave out 0 (`positive`: ``len(x.split(a, 2))`` with ``a >= 2``)
+    only."""
     if e.op in ("const", "sym", "fconst"):
         return True
     if e.op not in _OPS:
         return False
-    if e.op in ("floordiv", "mod", "fdiv") and not _nonzero(e.args[1]):
+    if e.op in ("floordiv", "mod", "fdiv") and not (
+            e.args[1].op in ("const", "fconst") and e.args[1].value or
+            _positive(e.args[1], positive)):
         return False
-    return all(plain_relation(a) for a in e.args)
+    return all(plain_relation(a, positive) for a in e.args)
 
 
-def _nonzero(d: Any) -> bool:
+def positive_sizes(contract: Contract, names: Any) -> frozenset:
+    """The sizes among `names` whose range in `contract` (checked) leaves out 0."""
+    return frozenset(s for s in names if contract.symbol(s) is not None and
+                     (contract.symbol(s).lo or 0) >= 1)
+
+
+def _positive(d: Any, positive: frozenset) -> bool:
+    """`d` is at least 1 wherever the checks hold (a product of such, or a max with one)."""
     if d.op in ("const", "fconst"):
-        return bool(d.value)
-    return d.op == "max" and any(a.op == "const" and a.value >= 1 for a in d.args)
+        return d.value >= 1 if d.op == "const" else bool(d.value)
+    if d.op == "sym":
+        return d.name in positive
+    if d.op == "max":
+        return any(_positive(a, positive) for a in d.args)
+    return d.op == "mul" and all(_positive(a, positive) for a in d.args)
 
 
 def split_relation(run: Callable[[dict], ExportedProgram], ep: ExportedProgram,
@@ -249,9 +264,11 @@ def _replaced(ep: ExportedProgram, other: ExportedProgram) -> dict:
 
 
 def _one_point(side: dict, dim_names: dict) -> dict | None:
-    """{symbol: size}: the one point of the side's Dims (in their ranges) where all its
-    assumptions hold, counted over every point (at most ``_BOX``); None where there are
-    more, none, or the assumptions read other sizes."""
+    """{symbol: size}: the side's Dims (in their ranges) that take one size wherever all
+    its assumptions hold, counted over every point (at most ``_BOX``): all of them where
+    they hold at one point (`h*w == 16` and `h == w`), some where they pin those alone
+    (``min(a, b) > 2`` with ``a <= 3``: a == 3, b from 3); None where none is pinned,
+    they never hold, or the assumptions read other sizes."""
     assumed = side.get(ASSUMED, ())
     names = sorted(set().union(*(c.free_symbols for c in assumed)))
     spans = []
@@ -262,7 +279,7 @@ def _one_point(side: dict, dim_names: dict) -> dict | None:
         spans.append(range(int(entry[1]), int(entry[2]) + 1))
     if not spans or math.prod(len(r) for r in spans) > _BOX:
         return None
-    found = None
+    seen: dict[str, set] = {s: set() for s in names}
     for combo in itertools.product(*spans):
         p = dict(zip(names, combo))
         try:
@@ -270,10 +287,10 @@ def _one_point(side: dict, dim_names: dict) -> dict | None:
         except (ArithmeticError, ValueError, TypeError):
             return None
         if holds:
-            if found is not None:
-                return None
-            found = p
-    return found
+            for s, v in p.items():
+                seen[s].add(v)
+    pins = {s: next(iter(vs)) for s, vs in seen.items() if len(vs) == 1}
+    return pins or None
 
 
 def _solve(run: Callable, overrides: dict, budget: list[int]) -> ExportedProgram:

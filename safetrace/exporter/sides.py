@@ -14,6 +14,7 @@ keeps both answers (torch.export's program checks them too, ``splits.py``)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 from typing import Any
 
@@ -66,7 +67,35 @@ def assumed_imply(assumed: tuple, cond: Any, ranges: dict) -> bool:
         for c in assumed:
             if not stack.enter_context(assuming(env, c)):
                 return True  # (they never all hold: the side never runs)
-        return env.decide(cond) is True
+        if env.decide(cond) is True:
+            return True
+    return _every_point(assumed, cond, names, ranges)
+
+
+_BOX = 4096  # points of bounded ranges looked at one by one where the prover cannot decide
+
+
+def _every_point(assumed: tuple, cond: Any, names: set, ranges: dict) -> bool:
+    """`cond` holds at every point of the sizes' `ranges` (each bounded, at most ``_BOX``
+    points in all) where the assumptions hold: ``s0 == s0*s3 + s0*max(s0 - s3, 0)`` where
+    ``s3 + max(s0 - s3, 0) == 1``, with s0 <= 4 and 1 <= s3 <= 4 (a proof by cases)."""
+    spans = []
+    for name in sorted(names):
+        lo, hi = ranges.get(name, (0, None))
+        if hi is None or hi == math.inf:
+            return False
+        spans.append(range(int(lo), int(hi) + 1))
+    if math.prod(len(r) for r in spans) > _BOX:
+        return False
+    order = sorted(names)
+    for combo in itertools.product(*spans):
+        p = dict(zip(order, combo))
+        try:
+            if all(c.evaluate(p) for c in assumed) and not cond.evaluate(p):
+                return False
+        except (ArithmeticError, KeyError, ValueError, TypeError):
+            return False
+    return True
 
 
 def side_hint(env: Any, size: Any, example: int, lo: float, hi: float) -> int:

@@ -26,15 +26,17 @@ safetrace's refuses them before computing, naming the condition (sound either wa
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 from typing import Any, Callable
 
 from safetrace.errors import DeclaredSpaceViolation
-from safetrace.exporter.branches import Unsplittable
+from safetrace.exporter.branches import Side, Unsplittable
 from safetrace.exporter.contract import Contract
 from safetrace.exporter.declared_ranges import declared_range
 from safetrace.exporter.eager_raises import ASSUMED_MIN, refuting, requirements_only
 from safetrace.exporter.program import ExportedProgram
+from safetrace.exporter.split_regions import region_of
 from safetrace.exporter.split_report import header, headed, where_of
 from safetrace.symbolic import Env
 
@@ -65,14 +67,31 @@ def small_sides(env: Env, contract: Contract, dyn: Any, skip: frozenset = frozen
             if not small or requirements_only(env, point, True):
                 continue
             # (the smallest size first: at (1, 0) of `s0*s1 != 0` the 0 breaks it, and a
-            # split at s0 == 1 would only spend one of the splits)
-            first = min(small, key=lambda s: point[s])
+            # split at s0 == 1 would only spend one of the splits; a Dim that breaks it
+            # alone first: at (3, 1, 1) of `min(s0, P) == min(s2, P)` s2, not s1)
+            first = min(small, key=lambda s: (not _alone(env, c, point, s, small), point[s]))
             name = dyn.dim_names[first]
             dim = dyn.roots[name][0]  # (the Dim, or a split side's range)
             v = point[first]
             if dim.min < dim.max and (name, v) not in skip:
                 return [((name, v, v, dim.min, dim.max, v, False), dyn.relations(), c)]
     return []
+
+
+def _alone(env: Env, c: Any, point: dict, s: str, small: list) -> bool:
+    """Whether `point` with its other small sizes at their hints (2 or more) still breaks
+    the condition `c` where eager runs: `s` below 2 is what breaks it."""
+    moved = dict(point)
+    for o in small:
+        if o != s:
+            h = env.hints.get(o, 0)
+            if h < ASSUMED_MIN:
+                return False
+            moved[o] = h
+    try:
+        return not c.cond.evaluate(moved) and not requirements_only(env, moved, True)
+    except (ArithmeticError, KeyError, ValueError, TypeError):
+        return False
 
 
 def split_small_sizes(run: Callable, ep: ExportedProgram, max_splits: int,
@@ -93,13 +112,57 @@ def split_small_sizes(run: Callable, ep: ExportedProgram, max_splits: int,
 _TRIES = 3  # small splits tried per program (or side) before its run-time checks stay
 
 
+# the program whose small split is being traced: where every split tried fails, the first
+# is traced again with this program (its run-time checks kept) for each side that fails
+# (splits._explore): sound there as it is on its whole range, and the sides traced apart
+# admit what its checks refused (`x.flatten()[:c] + x.flatten()[:a]` at c == 1, where the
+# side c >= 2 is refused for the equality `c == a` that eager requires there)
+KEPT: contextvars.ContextVar[ExportedProgram | None] = contextvars.ContextVar(
+    "kept", default=None)
+
+
 def explore_small(run: Callable, ep: ExportedProgram, base: dict, explore: Callable,
-                  sides: list, budget: list) -> Any:
+                  sides: list, budget: list, combine: Callable | None = None) -> Any:
     """Trace `ep`'s first ``small_sides`` split into `sides` (from the overrides `base`);
     where that fails (a side eager raises on for some data: ``amax(0)`` in a torch.cond
     branch at a size 0, which another condition's split at 0 does not need), the next
-    condition's or point's, up to ``_TRIES``.  Gives the condition split on; raises the
-    last failure where none is traced."""
+    condition's or point's, up to ``_TRIES``; where all fail, the first again with `ep`
+    for the sides that fail (``KEPT``), if some other side traces (with `combine`, a split
+    inside a side's: those sides joined into that side's one program, as they alone must
+    join).  Gives the condition split on; raises the last failure where none is traced."""
+    kept, used = len(sides), budget[0]
+    try:
+        return _explore_small(run, ep, base, explore, sides, budget)
+    except Exception as why:
+        if getattr(why, "kind", "") == "too-many-splits" or not ep.small_sides:
+            raise
+        failure = why
+    del sides[kept:]
+    budget[0] = used
+    narrowing, start, c = ep.small_sides[0]
+    token = KEPT.set(ep)
+    try:
+        explore(run, {**base, **start}, narrowing, sides, budget)
+    except Exception as why:  # noqa: BLE001 - the first failure stands
+        if getattr(why, "kind", "") == "too-many-splits":
+            raise
+        raise failure from why
+    finally:
+        KEPT.reset(token)
+    if all(s.ep is ep or s.ep is None for s in sides[kept:]):
+        raise failure
+    if combine is not None:
+        mine = sides[kept:]
+        del sides[kept:]
+        try:
+            sides.append(Side(region_of(base), combine(mine)))
+        except Exception as why:  # noqa: BLE001 - the first failure stands
+            raise failure from why
+    return c
+
+
+def _explore_small(run: Callable, ep: ExportedProgram, base: dict, explore: Callable,
+                   sides: list, budget: list) -> Any:
     found, skip = ep.small_sides, frozenset()
     for _ in range(_TRIES):
         narrowing, start, c = found[0]

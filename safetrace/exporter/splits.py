@@ -43,7 +43,7 @@ from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter.relation_splits import split_refused, split_relation
 from safetrace.exporter.sides import CHECKED
 from safetrace.exporter.size_tests import same_either_way, widen_unbacked
-from safetrace.exporter.small_splits import explore_small, split_small_sizes
+from safetrace.exporter.small_splits import KEPT, explore_small, split_small_sizes
 from safetrace.exporter.split_regions import (hull_of, range_text, region_of, region_pred,
                                               region_text, side_ranges, symbol_of, tiles)
 from safetrace.exporter.split_report import header, headed, nested, where_of
@@ -108,27 +108,32 @@ def _unsplit(run: Callable[[dict], ExportedProgram], max_splits: int
             try:  # (relations between Dims, no range: relation_splits.py)
                 return split_refused(run, exc, max_splits)
             except Exception as why:  # noqa: BLE001 - a split never makes an error worse
-                return _checked(run, exc, why)
+                return _checked(run, exc, why, max_splits)
         if getattr(exc, "st_checked", None) and not exc.st_narrowed:
-            return _checked(run, exc, None)
+            return _checked(run, exc, None, max_splits)
         if not getattr(exc, "st_narrowed", None) or max_splits <= 0 or \
                 _count_beyond(exc, max_splits):
             raise
         return exc
 
 
-def _checked(run: Callable, exc: DeclaredSpaceViolation,
-             why: Exception | None) -> ExportedProgram:
+def _checked(run: Callable, exc: DeclaredSpaceViolation, why: Exception | None,
+             max_splits: int) -> ExportedProgram:
     """Where no split keeps both answers of a branch's relations between named Dims
     (``st_checked``): the example's answer, the relations run-time checks of the program
-    naming the branch's line, as torch.export's program keeps them (sound, narrower);
+    naming the branch's line, as torch.export's program keeps them (sound, narrower), its
+    sizes below 2 that eager computes split apart where the checks refuse them
+    (``min(a, P) == 1 or ...`` at c == 1: small_splits.py, each side with those checks);
     `exc` where there are none or the trace refuses otherwise."""
     if not getattr(exc, "st_checked", None):
         raise exc from why
+    checked = {CHECKED: exc.st_checked}
     try:
-        return run({CHECKED: exc.st_checked})
+        ep = run(checked)
     except DeclaredSpaceViolation:
         raise exc from why
+    return split_small_sizes(lambda side: run({**checked, **side}), ep, max_splits,
+                             _explore, combine)
 
 
 def _count_beyond(exc: DeclaredSpaceViolation, max_splits: int) -> bool:
@@ -163,7 +168,16 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
     for plo, phi, phint in sorted(parts):
         side = dict(overrides)
         side[name] = (phint, plo, phi)
-        _trace_side(run, side, name, sides, budget)
+        kept, used = len(sides), budget[0]
+        try:
+            _trace_side(run, side, name, sides, budget)
+        except Exception as why:  # noqa: BLE001 - the program split, where its checks stay
+            whole = KEPT.get()
+            if whole is None or getattr(why, "kind", "") == "too-many-splits":
+                raise
+            del sides[kept:]
+            budget[0] = used
+            sides.append(Side(region_of(side), whole))
 
 
 def _trace_side(run: Callable, side: dict, name: str, sides: list[Side],
@@ -206,7 +220,7 @@ def _trace_side(run: Callable, side: dict, name: str, sides: list[Side],
     ep = split_relation(lambda more, side=side: run({**side, **more}), ep, budget[1])
     if len(budget) > 4 and getattr(ep, "small_sides", ()):  # (small_splits.py's: nested)
         try:
-            explore_small(run, ep, side, _explore, sides, budget)
+            explore_small(run, ep, side, _explore, sides, budget, combine)
             return
         except Exception as why:  # noqa: BLE001 - the side with its run-time checks
             if getattr(why, "kind", "") == "too-many-splits":
@@ -269,9 +283,12 @@ def _run_side(run: Callable, side: dict, name: str) -> tuple:
     hint, lo, hi = side[name]
     try:
         return run(side), side
-    except OpShapeError:
+    except OpShapeError as exc:
         others = [v for v in (hi, (lo + hi) // 2) if v not in (hint, math.inf)] \
             if lo < hi and hi != math.inf else []
+        v = getattr(exc, "st_examples", {}).get(name)  # (the example's size, where eager
+        if v is not None and lo <= v <= hi and v not in (hint, *others):  # computed: the
+            others.append(v)  # side from 2 of `x.flatten()[:c] + x.flatten()[:a]` at a = 2)
         if not others:
             raise
     for i, v in enumerate(others):

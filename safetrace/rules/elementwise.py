@@ -13,6 +13,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.meta import TensorMeta
+from safetrace.meta.active import ACTIVE
 from safetrace.meta.symtypes import SYM_CLASSES
 from safetrace.rules.common import (
     TO_COMPLEX,
@@ -46,6 +47,7 @@ from safetrace.rules.pointwise import (
     shape_of,
     unary,
 )
+from safetrace.rules.kernel_checks import kernel_check
 from safetrace.rules.registry import inplace_form, op_name, rule
 
 aten = torch.ops.aten
@@ -214,7 +216,39 @@ def div(self: Any, other: Any, *, rounding_mode: str | None = None) -> TensorMet
     if rounding_mode is None:
         return pointwise("div", float_result(dtype), self, other)
     reject("div", dtype, REAL_ONLY)
-    return pointwise("div", dtype, self, other)
+    return _by_a_size("div", pointwise("div", dtype, self, other), other)
+
+
+def _by_a_size(name: str, out: TensorMeta, other: Any) -> TensorMeta:
+    """`out`, an integer division's result (`name`: floor_divide, remainder, fmod, div
+    with a rounding mode) by `other`: where that is a size that can be 0 (``t // (n -
+    m)``) or is 0, eager's kernel raises ZeroDivisionError unless `out` is empty or a float, which
+    the meta function does not check: a run-time check of the program (kernel_checks)."""
+    if type(other) not in (*SYM_CLASSES, int, bool) or dtype_category(out.dtype) != INT:
+        return out
+    probe = ACTIVE.env.subgraph_probe if ACTIVE.env is not None else None
+    if probe is not None and probe():  # (a torch.cond branch or a loop body: it may run
+        return out  # only where the divisor is not 0)
+    nonzero = other != 0  # (a Python 0 too: `x.shape[0] - x.size(2)` of one Dim)
+    if nonzero is not True:
+        empty = out.numel() == 0
+        cond = empty if nonzero is False else nonzero if empty is False else empty | nonzero
+        if type(cond) in SYM_CLASSES and not cond.env.hint(cond.expr):
+            check(cond, name, "ZeroDivisionError")  # (the example raises, as eager does)
+        kernel_check(cond, name, "ZeroDivisionError")
+    return out
+
+
+def _division(name: str) -> Callable[..., TensorMeta]:
+    """An integer division's rule: ``binary``'s, then ``_by_a_size``."""
+    base = binary(name, REAL_ONLY)
+
+    def division_rule(self: Any, other: Any) -> TensorMeta:
+        return _by_a_size(name, base(self, other), other)
+
+    division_rule.__name__ = division_rule.__qualname__ = name
+    division_rule.__doc__ = base.__doc__
+    return division_rule
 
 
 # pow_.Tensor is pow.Tensor_Tensor in place, pow_.Scalar is pow.Tensor_Scalar
@@ -235,12 +269,12 @@ def power(self: Any, exponent: Any) -> TensorMeta:
 
 # the integer divisions refuse bool and complex
 rule(aten.remainder.Tensor, aten.remainder.Scalar, aten.remainder.Scalar_Tensor,
-     inplace=True)(binary("remainder", REAL_ONLY))
-rule(aten.fmod.Tensor, aten.fmod.Scalar, inplace=True)(binary("fmod", REAL_ONLY))
+     inplace=True)(_division("remainder"))
+rule(aten.fmod.Tensor, aten.fmod.Scalar, inplace=True)(_division("fmod"))
 # floor_divide_.Tensor is floor_divide.default in place
 rule(aten.floor_divide.default, aten.floor_divide.Scalar,
      inplace=(aten.floor_divide_.Tensor, aten.floor_divide_.Scalar))(
-    binary("floor_divide", REAL_ONLY))
+    _division("floor_divide"))
 
 BINARY: dict[Any, tuple] = {
     **{op: (NO_COMPLEX, SAME, f"{op_name(op)} not implemented for complex tensors.")

@@ -71,6 +71,8 @@ class Env(Assuming):
     precondition_depth = 0
     # (answer, required[, condition]) -> whether the guard is a requirement
     precondition_probe: Callable[..., bool] | None = None
+    # () -> whether the code runs in a torch.cond branch or a loop body (zerodiv.py)
+    subgraph_probe: Callable[[], bool] | None = None
     required_from = 0  # > 0: each guard's Guard.required_from (rules/common.py)
     required_sizes: tuple[Expr, ...] = ()  # with required_from: each guard's Guard.sizes
     # the state's name, shared with any env that went through the same described

@@ -21,8 +21,10 @@ from safetrace.symbolic.canon import and_, compare, minmax, not_, or_
 from safetrace.symbolic.env import Env
 from safetrace.symbolic.expr import Expr, add, const, fconst, floordiv, mod, mul, neg, sub, to_expr
 from safetrace.symbolic.semantics import FLOAT_OPS
+from safetrace.symbolic.zerodiv import nonzero_divisor
 
 Fn = Callable[[Expr, Expr], Expr]
+_DIVIDE = ("floordiv", "mod")
 
 
 def _wrap_int(e: Expr, env: Env) -> Any:
@@ -57,19 +59,25 @@ def _int_operand(o: object) -> Expr | None:
 
 
 def _binop(fn: Fn, fop: str) -> Callable[[SymInt, object], Any]:
+    divides = fop in _DIVIDE  # (Python raises where the divisor is 0: zerodiv.py)
     def op(self: SymInt, o: object) -> Any:
         e = _int_operand(o)
         if e is None:
             return SymFloat._mixed(fop, self, o, False)
+        if divides and e.op != "const":
+            nonzero_divisor(self.env, e)
         return _wrap_int(fn(self.expr, e), self.env)
     return op
 
 
 def _rbinop(fn: Fn, fop: str) -> Callable[[SymInt, object], Any]:
+    divides = fop in _DIVIDE
     def op(self: SymInt, o: object) -> Any:
         e = _int_operand(o)
         if e is None:
             return SymFloat._mixed(fop, self, o, True)
+        if divides:
+            nonzero_divisor(self.env, self.expr)
         return _wrap_int(fn(e, self.expr), self.env)
     return op
 
@@ -167,18 +175,11 @@ class SymInt:
     def __neg__(self) -> Any:
         return _wrap_int(neg(self.expr), self.env)
 
-    __pos__ = lambda self: self  # noqa: E731
+    __pos__ = __floor__ = __ceil__ = __trunc__ = lambda self: self  # noqa: E731
+    __round__ = lambda self, ndigits=None: self  # noqa: E731
 
     def __abs__(self) -> Any:
         return _wrap_int(minmax("max", [self.expr, neg(self.expr)]), self.env)
-
-    def __floor__(self) -> SymInt:
-        return self
-
-    __ceil__ = __trunc__ = __floor__
-
-    def __round__(self, ndigits: int | None = None) -> SymInt:
-        return self
 
     def __bool__(self) -> bool:
         return self.env.evaluate(compare("ne", self.expr, const(0)))
@@ -205,9 +206,7 @@ class SymInt:
 
     __str__ = __repr__
 
-    def __copy__(self) -> SymInt:
-        return self
-
+    __copy__ = __pos__
     __deepcopy__ = lambda self, memo: self  # noqa: E731
 
     @property

@@ -52,6 +52,13 @@ def is_requirement(answer: bool, required: bool = False, cond: Any = None) -> bo
     return other_branch_raises(answer, required)
 
 
+def in_subgraph() -> bool:
+    """``Env.subgraph_probe``: the trace is inside a torch.cond branch or a loop or map
+    body (a requirement there holds only where that code runs)."""
+    tr = active_tracer()
+    return tr is not None and len(tr.scopes) > 1
+
+
 def other_branch_raises(answer: bool, required: bool = False) -> bool:
     """Whether a guard is a requirement of the code rather than a branch: the caller's
     jump on this question, had it got ``not answer``, would run straight into a ``raise``

@@ -1,0 +1,27 @@
+"""Python's integer division by a size that can be 0 (``n // (a - b)``, ``n % m``)."""
+
+from __future__ import annotations
+
+import safetrace.symbolic.decide as D
+from safetrace.symbolic.canon import compare
+from safetrace.symbolic.env import Env
+from safetrace.symbolic.expr import Expr, const
+
+
+def nonzero_divisor(env: Env, d: Expr) -> None:
+    """Python's ``n // d`` and ``n % d`` raise ZeroDivisionError where the int `d` is 0:
+    where the sizes' ranges admit that, the division at the example's sizes raises as
+    Python does (a guard ``d == 0`` taken), and elsewhere ``d != 0`` is checked at run
+    time, a requirement (eager raises there; code that catches it, ``try: n // (a - b)``,
+    computes another branch, which the program does not hold: it refuses those sizes
+    instead of raising ZeroDivisionError from the graph's size arithmetic)."""
+    if not d.free_symbols <= env.hints.keys():
+        return  # (a data-dependent divisor: the graph computes it, as torch's does)
+    if env.subgraph_probe is not None and env.subgraph_probe():
+        return  # (a torch.cond branch or a loop body: it may run only where d != 0)
+    r = D.bounds_of(env, d)
+    if r.lo > 0 or r.hi < 0:
+        return
+    if D.hint_value(env, d) == 0 and env.evaluate(compare("eq", d, const(0))):
+        raise ZeroDivisionError("integer division or modulo by zero")
+    env.require(compare("ne", d, const(0)), env._origin(None), precondition=True)
