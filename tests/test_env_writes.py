@@ -20,6 +20,8 @@ KNOWN = {
     ("exporter/api.py", "origin_provider"): "names where a question came from (messages)",
     ("exporter/api.py", "precondition_probe"): "set before the trace; noted by the tracer",
     ("exporter/api.py", "flipped"): "set before the trace; noted by the tracer",
+    ("exporter/api.py", "subgraph_probe"): "set before the trace, one function for every "
+                                           "export (the tracer's scope depth)",
     ("exporter/api.py", "on_undecided"): "set before the trace; noted by the tracer",
     ("exporter/dynamic.py", "flexible"): "set before the trace; noted by the tracer",
     ("exporter/dynamic.py", "named"): "set before the trace; noted by the tracer",
