@@ -130,7 +130,31 @@ def _contraction(name: str, args: Any, ins: list, outs: list) -> Any:
         return out * math.prod(a.shape[d] for d in args[2] if -len(a.shape) <= d < len(a.shape))
     if name == "bilinear" and len(ins) > 1 and ins[0].shape and ins[1].shape:
         return out * ins[0].shape[-1] * ins[1].shape[-1]
+    if name in _PER_ELEMENT_LOOP and len(args) > 1:
+        # a count the kernel loops over for each element (mvlgamma's p terms, a
+        # polynomial's n-term recurrence): a file's constant could make a call of a few
+        # elements run for hours (session 37, benchmarks/hostile_pages.py)
+        return out * loop_count(args[1])
     return 0
+
+
+# kernels that loop over their second argument (an int, or a number) for each element
+_PER_ELEMENT_LOOP = frozenset(("mvlgamma", "mvlgamma_", *(
+    f"special_{kind}_polynomial_{p}" for kind, ps in (
+        ("chebyshev", "tuvw"), ("shifted_chebyshev", "tuvw"), ("hermite", ("h", "he")),
+        ("laguerre", "l"), ("legendre", "p")) for p in ps)))
+
+
+def loop_count(n: Any) -> Any:
+    """The iterations a constant count ``n`` asks of a per-element loop: ``|n|`` (a float
+    as the kernel's int64 cast; a tensor of counts is read as the program runs: 0 here)."""
+    if isinstance(n, bool) or isinstance(n, TensorMeta) or n is None:
+        return 0
+    if isinstance(n, float):
+        return int(min(abs(n), 2.0 ** 63)) if math.isfinite(n) else 1 << 63
+    if isinstance(n, int):
+        return abs(n)
+    return n  # (a symbolic int: a size of the inputs, never negative)
 
 
 def _decomposition(name: str, ins: list) -> Any:
