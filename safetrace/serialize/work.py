@@ -297,6 +297,8 @@ def check(node: str, op: str, mem_limit: int, work_limit: int, args: tuple,
         if len(_SEEN) > 4096:
             _SEEN.clear()
         _SEEN[key] = (need, size)
+    if isinstance(need, int):
+        need += _loop_work(target, args)  # (read from the values: never cached)
     if isinstance(need, int) and need > work_limit:
         raise work_in_graph(node, op, need, work_limit)
     if size is None:
@@ -306,6 +308,28 @@ def check(node: str, op: str, mem_limit: int, work_limit: int, args: tuple,
 
 
 _SEEN: dict = {}  # (op, operand shapes) -> (elements touched, bytes allocated)
+
+
+def has_loop_tensor(op: Any, args: Any) -> bool:
+    """Whether ``op`` loops for each element over counts given as a tensor (their values,
+    read as the program runs: ``check`` then counts them)."""
+    return op._opname in _PER_ELEMENT_LOOP and len(args) > 1 and \
+        isinstance(args[1], (TensorMeta, torch.Tensor))
+
+
+def _loop_work(target: Any, args: tuple) -> int:
+    """Run time: the iterations of a per-element loop whose counts are a tensor's values
+    (the largest count, NaN none, for each element of the result)."""
+    if not has_loop_tensor(target, args) or not args[1].numel():
+        return 0
+    n = args[1].detach()
+    if n.dtype is torch.bool or n.is_complex():
+        n = n.to(torch.int8 if n.dtype is torch.bool else torch.float64)
+    top = (torch.where(n.isnan(), 0, n.abs()) if n.is_floating_point() else n.abs()).max()
+    top = float(top) if n.is_floating_point() else int(top)
+    count = top if isinstance(top, int) else (int(top) if math.isfinite(top) else 1 << 63)
+    shapes = [a.shape for a in args[:2] if isinstance(a, torch.Tensor)]
+    return math.prod(torch.broadcast_shapes(*shapes)) * count
 
 
 def _needs(target: Any, args: tuple, kwargs: dict) -> tuple:

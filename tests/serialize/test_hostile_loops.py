@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import safetrace as st
-from safetrace.errors import LoadError
+from safetrace.errors import LoadError, RuntimeAssertionError
 from tests.serialize import surgery
 from tests.serialize.hostile_static import saved_abs
 
@@ -70,3 +70,43 @@ def test_small_counts_load_and_match_eager(target, count, fn):
         mod(torch.rand(2, 4) + 2)
     # a file of the same program at a larger count still loads
     st.load(io.BytesIO(_file(target, count, 64, 64)))
+
+
+def _tensor_count_file(count: float, *shape: int) -> bytes:
+    """``hermite_polynomial_h(x, full_like(x, count))``: counts the file makes as a tensor."""
+    nodes = [{"name": "n", "op": "call_function", "target": "torch.ops.aten.full_like.default",
+              "args": [X, count]},
+             {"name": "y", "op": "call_function",
+              "target": "torch.ops.aten.special_hermite_polynomial_h.default",
+              "args": [X, {"node": "n"}]}]
+    return surgery.calls_replaced(saved_abs(*shape), *nodes)
+
+
+def test_a_huge_tensor_of_counts_is_refused_at_call():
+    """Counts given as a tensor are read when the call runs (work.check), before the
+    kernel."""
+    # (before: the call ran 2**25 iterations for each of 4096 elements: hours)
+    mod = st.load(io.BytesIO(_tensor_count_file(1 << 25, 64, 64))).module()
+    with pytest.raises(RuntimeAssertionError, match="max_work"):
+        mod(torch.rand(64, 64))
+    small = st.load(io.BytesIO(_tensor_count_file(4, 64, 64))).module()
+    x = torch.rand(64, 64)
+    torch.testing.assert_close(small(x), torch.special.hermite_polynomial_h(x, 4.0))
+
+
+def test_counts_given_by_the_caller_run_and_match_eager():
+    class Poly(torch.nn.Module):
+        def forward(self, x, n):
+            return torch.special.laguerre_polynomial_l(x, n)
+
+    dim = st.Dim("k", min=0, max=1 << 12)
+    ep = st.export(Poly(), (torch.rand(5), torch.full((5,), 3.0)),
+                   dynamic_shapes={"x": {0: dim}, "n": {0: dim}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    mod = st.load(io.BytesIO(buf.getvalue())).module()
+    for k in (0, 1, 6):
+        x, n = torch.rand(k), torch.randint(0, 9, (k,)).float()
+        torch.testing.assert_close(mod(x, n), torch.special.laguerre_polynomial_l(x, n))
+    with pytest.raises(RuntimeAssertionError, match="max_work"):
+        mod(torch.rand(4096), torch.full((4096,), float(1 << 25)))
