@@ -810,7 +810,7 @@ def main() -> int:
                          "alias,names,ops,ranges,views,operands,records,offsets,order,"
                          "counts,depth,dups,unicode,recmeta,lists,afterload,reads,"
                          "literals,exprs,targets,refs,specs,zerodims,overflow,parent,scales,wnorm,"
-                         "modes,enums,kinds,mapped)")
+                         "modes,enums,kinds,mapped,loops)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import hostile_extra
@@ -836,7 +836,7 @@ def main() -> int:
             continue
         n = a.per_program
         wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel,text,alias,names,ops,"
-                               "ranges,views,operands,records,afterload,reads,kinds,mapped," +
+                               "ranges,views,operands,records,afterload,reads,kinds,mapped,loops," +
                                ",".join(hostile_extra.KINDS + hostile_syntax.KINDS +
                                         hostile_state.KINDS + hostile_scales.KINDS)
                                ).split(","))
@@ -859,6 +859,7 @@ def main() -> int:
         makers.append(("afterload", lambda b, r, c: [
             (f"afterload:{r.choice(AFTER_LOAD)}", b) for _ in range(c)], n // 4))
         makers.append(("kinds", lambda b, r, c: hostile_kinds.variants(b, r, c), n // 2))
+        makers.append(("loops", hostile_pages.loop_variants, n // 2))
         makers.append(("mapped", lambda b, r, c: hostile_pages.variants(
             b, r, c, [("json", json_variants), ("multi", multi_variants),
                       ("tensor", tensor_variants)]), n // 2))

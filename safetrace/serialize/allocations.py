@@ -18,7 +18,7 @@ import torch
 from safetrace.meta import TensorMeta
 from safetrace.serialize.allowlist import ALLOCATING, SIZE_ARGS
 from safetrace.serialize.work import MAY_COPY as _MAY_COPY
-from safetrace.serialize.work import leaves as _leaves, loop_count, numel
+from safetrace.serialize.work import leaves as _leaves, loop_bytes, numel
 from safetrace.trace.asserts import assert_sym
 
 _STRIDED = frozenset(("empty_strided", "new_empty_strided", "as_strided"))
@@ -46,10 +46,8 @@ def _workspace(op: Any, args: Any) -> Any:
     """Memory an op's kernel takes besides its results: attention's scores and their
     softmax ([..., L, S] each, in the query's dtype) on the math path; mvlgamma's terms."""
     name = op._opname
-    if name in ("mvlgamma", "mvlgamma_") and len(args) > 1 and isinstance(args[0], TensorMeta):
-        # its p terms for each element, as one tensor (then lgamma'd in place and summed)
-        item = args[0].dtype.itemsize if args[0].dtype.is_floating_point else 4
-        return numel(args[0]) * loop_count(args[1]) * item
+    if name in ("mvlgamma", "mvlgamma_"):
+        return loop_bytes(op, args)
     if not (name.startswith("scaled_dot_product") or name.startswith("_scaled_dot_product")) \
             or len(args) < 2 or not isinstance(args[0], TensorMeta) or \
             not isinstance(args[1], TensorMeta) or not args[0].shape or len(args[1].shape) < 2:

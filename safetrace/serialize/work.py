@@ -134,8 +134,22 @@ def _contraction(name: str, args: Any, ins: list, outs: list) -> Any:
         # a count the kernel loops over for each element (mvlgamma's p terms, a
         # polynomial's n-term recurrence): a file's constant could make a call of a few
         # elements run for hours (session 37, benchmarks/hostile_pages.py)
-        return out * loop_count(args[1])
+        return out * loop_count(args[1]) * LOOP_WEIGHT
     return 0
+
+
+LOOP_WEIGHT = 16  # one iteration of such a loop (a recurrence step, an lgamma) costs about
+# what 16 elements of an elementwise kernel do (laguerre: 10 ns an iteration, 2026-12-07)
+
+
+def loop_bytes(op: Any, args: Any) -> Any:
+    """mvlgamma's memory besides its result: its p terms for each element, as one tensor
+    (lgamma'd in place, then summed)."""
+    if op._opname not in ("mvlgamma", "mvlgamma_") or len(args) < 2 or \
+            not isinstance(args[0], TensorMeta):
+        return 0
+    item = args[0].dtype.itemsize if args[0].dtype.is_floating_point else 4
+    return numel(args[0]) * loop_count(args[1]) * item
 
 
 # kernels that loop over their second argument (an int, or a number) for each element
@@ -329,7 +343,7 @@ def _loop_work(target: Any, args: tuple) -> int:
     top = float(top) if n.is_floating_point() else int(top)
     count = top if isinstance(top, int) else (int(top) if math.isfinite(top) else 1 << 63)
     shapes = [a.shape for a in args[:2] if isinstance(a, torch.Tensor)]
-    return math.prod(torch.broadcast_shapes(*shapes)) * count
+    return math.prod(torch.broadcast_shapes(*shapes)) * count * LOOP_WEIGHT
 
 
 def _needs(target: Any, args: tuple, kwargs: dict) -> tuple:
@@ -346,7 +360,7 @@ def _needs(target: Any, args: tuple, kwargs: dict) -> tuple:
     size = 0
     if out is not None and not is_view(target):
         size = sum(numel(t) * t.dtype.itemsize for t in leaves(out)
-                   if isinstance(t, TensorMeta))
+                   if isinstance(t, TensorMeta)) + loop_bytes(target, margs)
     return touched(target, margs, mkwargs, out), size
 
 

@@ -110,3 +110,25 @@ def test_counts_given_by_the_caller_run_and_match_eager():
         torch.testing.assert_close(mod(x, n), torch.special.laguerre_polynomial_l(x, n))
     with pytest.raises(RuntimeAssertionError, match="max_work"):
         mod(torch.rand(4096), torch.full((4096,), float(1 << 25)))
+
+
+def test_mvlgamma_terms_are_held_to_the_memory_budget_at_each_size():
+    class Gamma(torch.nn.Module):
+        def forward(self, x):
+            return torch.mvlgamma(x, 3)
+
+    dim = st.Dim("n", min=1, max=1 << 12)
+    blob = surgery.saved(st.export(Gamma(), (torch.rand(5, 4) + 9,),
+                                   dynamic_shapes={"x": {0: dim}}))
+
+    def edit(doc):
+        call = next(n for n in doc["nodes"] if n.get("target", "").endswith("mvlgamma.default"))
+        call["args"][1] = 1 << 20
+
+    mod = st.load(io.BytesIO(surgery.edited(blob, edit)),
+                  budgets={"max_work": 1 << 50}).module()
+    x = torch.rand(1, 4) + (1 << 20)
+    torch.testing.assert_close(mod(x), torch.mvlgamma(x, 1 << 20))
+    # (before: 64 rows asked torch for 1 GiB of terms; 4096 rows for 64 GiB)
+    with pytest.raises(st.InputMismatchError, match="max_alloc_numel"):
+        mod(torch.rand(4096, 4) + (1 << 20))
