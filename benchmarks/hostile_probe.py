@@ -38,6 +38,9 @@ benchmarks/hostile_scales.py, session 34), loss and FFT kernels given a ``reduct
 ``normalization`` outside 0, 1, 2 (``enums``, session 35: one that runs is a finding),
 names tied to a parameter the program writes, quantized dtypes, values recorded on other
 device kinds, float8 state (``kinds``: benchmarks/hostile_kinds.py, session 36),
+kernels that loop over a count of the file for each element, and variants loaded with
+``mmap=True`` checked against a second mapping and a copy of the bytes (``loops``,
+``mapped``: benchmarks/hostile_pages.py, session 37),
 and sizes read from data
 recorded as other such sizes (``reads``: a clamped
 ``min(u0, 5)`` written ``u0``, symbols swapped, numbers shifted, assertions removed,
