@@ -38,6 +38,9 @@ benchmarks/hostile_scales.py, session 34), loss and FFT kernels given a ``reduct
 ``normalization`` outside 0, 1, 2 (``enums``, session 35: one that runs is a finding),
 names tied to a parameter the program writes, quantized dtypes, values recorded on other
 device kinds, float8 state (``kinds``: benchmarks/hostile_kinds.py, session 36),
+kernels that loop over a count of the file for each element, and variants loaded with
+``mmap=True`` checked against a second mapping and a copy of the bytes (``loops``,
+``mapped``: benchmarks/hostile_pages.py, session 37),
 and sizes read from data
 recorded as other such sizes (``reads``: a clamped
 ``min(u0, 5)`` written ``u0``, symbols swapped, numbers shifted, assertions removed,
@@ -676,6 +679,7 @@ def worker(folder: str, start: int) -> None:
 
     import hostile_extra
     import hostile_more
+    import hostile_pages
     from tests.export import test_data_dependent  # noqa: F401 - registers sttest ops
 
     hostile_extra.ops()
@@ -705,7 +709,9 @@ def worker(folder: str, start: int) -> None:
         signal.alarm(20)
         try:
             try:
-                ep = st.load(path, allow_ops=["sttest"])
+                # (``mapped``: NNNNN.mmap.st loads with mmap=True, benchmarks/hostile_pages.py)
+                mapped = name.endswith(f".{hostile_pages.SUFFIX}.st")
+                ep = st.load(path, allow_ops=["sttest"], mmap=mapped)
             except st.LoadError as e:
                 outcome, detail = "load_error", str(e).splitlines()[0][:160]
             else:
@@ -713,7 +719,7 @@ def worker(folder: str, start: int) -> None:
                 mod = ep.module()
                 rng = random.Random(0)
                 gen = torch.Generator().manual_seed(0)
-                change = name.split(".")[1] if name.count(".") == 2 else None
+                change = name.split(".")[1] if name.count(".") == 2 and not mapped else None
                 if change is not None:  # (``afterload``: the file changed under the program)
                     outcome, detail = after_load(st, ep, path, before, change, draw_inputs)
                     signal.alarm(0)
@@ -758,6 +764,12 @@ def worker(folder: str, start: int) -> None:
                         hostile_extra.node_records(ep, args, kwargs)
                     if wrong:
                         outcome, detail = "ran_meta_differs", wrong
+                    if attempt == 0 and outcome == "ran" and mapped:
+                        paged = hostile_pages.check(st, ep, path, before, args, kwargs, _same,
+                                                    uninitialized(ep, before))
+                        if paged:
+                            outcome, detail = "FINDING mapped", paged
+                            break
                     if attempt == 0 and outcome == "ran":
                         again = resaved(st, ep, args, kwargs)
                         if again:
@@ -801,12 +813,13 @@ def main() -> int:
                          "alias,names,ops,ranges,views,operands,records,offsets,order,"
                          "counts,depth,dups,unicode,recmeta,lists,afterload,reads,"
                          "literals,exprs,targets,refs,specs,zerodims,overflow,parent,scales,wnorm,"
-                         "modes,enums,kinds)")
+                         "modes,enums,kinds,mapped,loops)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import hostile_extra
     import hostile_kinds
     import hostile_more
+    import hostile_pages
     import hostile_reads
     import hostile_scales
     import hostile_state
@@ -826,7 +839,7 @@ def main() -> int:
             continue
         n = a.per_program
         wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel,text,alias,names,ops,"
-                               "ranges,views,operands,records,afterload,reads,kinds," +
+                               "ranges,views,operands,records,afterload,reads,kinds,mapped,loops," +
                                ",".join(hostile_extra.KINDS + hostile_syntax.KINDS +
                                         hostile_state.KINDS + hostile_scales.KINDS)
                                ).split(","))
@@ -849,9 +862,14 @@ def main() -> int:
         makers.append(("afterload", lambda b, r, c: [
             (f"afterload:{r.choice(AFTER_LOAD)}", b) for _ in range(c)], n // 4))
         makers.append(("kinds", lambda b, r, c: hostile_kinds.variants(b, r, c), n // 2))
+        makers.append(("loops", hostile_pages.loop_variants, n // 2))
+        makers.append(("mapped", lambda b, r, c: hostile_pages.variants(
+            b, r, c, [("json", json_variants), ("multi", multi_variants),
+                      ("tensor", tensor_variants)]), n // 2))
         variants = [v for cls, make, c in makers if cls in wanted for v in make(blob, rng, c)]
         for label, data in variants:
-            fname = f"{k:05d}.st" if not label.startswith("afterload:") else \
+            fname = f"{k:05d}.st" if not label.startswith(("afterload:", "mapped:")) else \
+                f"{k:05d}.{hostile_pages.SUFFIX}.st" if label.startswith("mapped:") else \
                 f"{k:05d}.{label.split(':')[1]}.st"
             with open(os.path.join(folder, fname), "wb") as f:
                 f.write(data)

@@ -18,7 +18,7 @@ import torch
 from safetrace.meta import TensorMeta
 from safetrace.serialize.allowlist import ALLOCATING, SIZE_ARGS
 from safetrace.serialize.work import MAY_COPY as _MAY_COPY
-from safetrace.serialize.work import leaves as _leaves, numel
+from safetrace.serialize.work import leaves as _leaves, loop_bytes, numel
 from safetrace.trace.asserts import assert_sym
 
 _STRIDED = frozenset(("empty_strided", "new_empty_strided", "as_strided"))
@@ -44,8 +44,10 @@ def result_bytes(op: Any, out: Any, args: Any, kwargs: dict) -> int:
 
 def _workspace(op: Any, args: Any) -> Any:
     """Memory an op's kernel takes besides its results: attention's scores and their
-    softmax ([..., L, S] each, in the query's dtype) on the math path."""
+    softmax ([..., L, S] each, in the query's dtype) on the math path; mvlgamma's terms."""
     name = op._opname
+    if name in ("mvlgamma", "mvlgamma_"):
+        return loop_bytes(op, args)
     if not (name.startswith("scaled_dot_product") or name.startswith("_scaled_dot_product")) \
             or len(args) < 2 or not isinstance(args[0], TensorMeta) or \
             not isinstance(args[1], TensorMeta) or not args[0].shape or len(args[1].shape) < 2:

@@ -37,7 +37,8 @@ from safetrace.serialize.branch_facts import steps
 from safetrace.serialize.recorded import Recorded
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
 from safetrace.serialize.scratch import scratch_env as _scratch_env, simple as _simple
-from safetrace.serialize.work import Tally, forget as forget_numels, scalar_returns, touched
+from safetrace.serialize.work import (Tally, forget as forget_numels, has_loop_tensor,
+                                      scalar_returns, touched)
 from safetrace.serialize.evaluation import (evaluate as _evaluate, python as _python,
                                            sizes as _sizes, sub as _sub,
                                            sym_query as _sym_query)
@@ -334,7 +335,9 @@ class StaticMemory(SubgraphMemory, AsRecorded):
             return _UNKNOWN, _UNKNOWN
         if node.graph is not self.main:  # (the main graph's: never_runs.state_keeps_shape)
             never_runs.reshaped_operand(node, target, args, out)
-        self._work(node, touched(target, args, kwargs, out), tally, prior)
+        # (counts of a per-element loop given as a tensor: read at call, work.check)
+        self._work(node, touched(target, args, kwargs, out), tally,
+                   prior and not has_loop_tensor(target, args))
         return out, result_bytes(target, out, args, kwargs)
 
     def _work(self, node: torch.fx.Node, value: Any, tally: Tally, prior: bool) -> None:

@@ -130,7 +130,45 @@ def _contraction(name: str, args: Any, ins: list, outs: list) -> Any:
         return out * math.prod(a.shape[d] for d in args[2] if -len(a.shape) <= d < len(a.shape))
     if name == "bilinear" and len(ins) > 1 and ins[0].shape and ins[1].shape:
         return out * ins[0].shape[-1] * ins[1].shape[-1]
+    if name in _PER_ELEMENT_LOOP and len(args) > 1:
+        # a count the kernel loops over for each element (mvlgamma's p terms, a
+        # polynomial's n-term recurrence): a file's constant could make a call of a few
+        # elements run for hours (session 37, benchmarks/hostile_pages.py)
+        return out * loop_count(args[1]) * LOOP_WEIGHT
     return 0
+
+
+LOOP_WEIGHT = 16  # one iteration of such a loop (a recurrence step, an lgamma) costs about
+# what 16 elements of an elementwise kernel do (laguerre: 10 ns an iteration, 2026-12-07)
+
+
+def loop_bytes(op: Any, args: Any) -> Any:
+    """mvlgamma's memory besides its result: its p terms for each element, as one tensor
+    (lgamma'd in place, then summed)."""
+    if op._opname not in ("mvlgamma", "mvlgamma_") or len(args) < 2 or \
+            not isinstance(args[0], TensorMeta):
+        return 0
+    item = args[0].dtype.itemsize if args[0].dtype.is_floating_point else 4
+    return numel(args[0]) * loop_count(args[1]) * item
+
+
+# kernels that loop over their second argument (an int, or a number) for each element
+_PER_ELEMENT_LOOP = frozenset(("mvlgamma", "mvlgamma_", *(
+    f"special_{kind}_polynomial_{p}" for kind, ps in (
+        ("chebyshev", "tuvw"), ("shifted_chebyshev", "tuvw"), ("hermite", ("h", "he")),
+        ("laguerre", "l"), ("legendre", "p")) for p in ps)))
+
+
+def loop_count(n: Any) -> Any:
+    """The iterations a constant count ``n`` asks of a per-element loop: ``|n|`` (a float
+    as the kernel's int64 cast; a tensor of counts is read as the program runs: 0 here)."""
+    if isinstance(n, bool) or isinstance(n, TensorMeta) or n is None:
+        return 0
+    if isinstance(n, float):
+        return int(min(abs(n), 2.0 ** 63)) if math.isfinite(n) else 1 << 63
+    if isinstance(n, int):
+        return abs(n)
+    return n  # (a symbolic int: a size of the inputs, never negative)
 
 
 def _decomposition(name: str, ins: list) -> Any:
@@ -273,6 +311,8 @@ def check(node: str, op: str, mem_limit: int, work_limit: int, args: tuple,
         if len(_SEEN) > 4096:
             _SEEN.clear()
         _SEEN[key] = (need, size)
+    if isinstance(need, int):
+        need += _loop_work(target, args)  # (read from the values: never cached)
     if isinstance(need, int) and need > work_limit:
         raise work_in_graph(node, op, need, work_limit)
     if size is None:
@@ -282,6 +322,28 @@ def check(node: str, op: str, mem_limit: int, work_limit: int, args: tuple,
 
 
 _SEEN: dict = {}  # (op, operand shapes) -> (elements touched, bytes allocated)
+
+
+def has_loop_tensor(op: Any, args: Any) -> bool:
+    """Whether ``op`` loops for each element over counts given as a tensor (their values,
+    read as the program runs: ``check`` then counts them)."""
+    return op._opname in _PER_ELEMENT_LOOP and len(args) > 1 and \
+        isinstance(args[1], (TensorMeta, torch.Tensor))
+
+
+def _loop_work(target: Any, args: tuple) -> int:
+    """Run time: the iterations of a per-element loop whose counts are a tensor's values
+    (the largest count, NaN none, for each element of the result)."""
+    if not has_loop_tensor(target, args) or not args[1].numel():
+        return 0
+    n = args[1].detach()
+    if n.dtype is torch.bool or n.is_complex():
+        n = n.to(torch.int8 if n.dtype is torch.bool else torch.float64)
+    top = (torch.where(n.isnan(), 0, n.abs()) if n.is_floating_point() else n.abs()).max()
+    top = float(top) if n.is_floating_point() else int(top)
+    count = top if isinstance(top, int) else (int(top) if math.isfinite(top) else 1 << 63)
+    shapes = [a.shape for a in args[:2] if isinstance(a, torch.Tensor)]
+    return math.prod(torch.broadcast_shapes(*shapes)) * count * LOOP_WEIGHT
 
 
 def _needs(target: Any, args: tuple, kwargs: dict) -> tuple:
@@ -298,7 +360,7 @@ def _needs(target: Any, args: tuple, kwargs: dict) -> tuple:
     size = 0
     if out is not None and not is_view(target):
         size = sum(numel(t) * t.dtype.itemsize for t in leaves(out)
-                   if isinstance(t, TensorMeta))
+                   if isinstance(t, TensorMeta)) + loop_bytes(target, margs)
     return touched(target, margs, mkwargs, out), size
 
 
