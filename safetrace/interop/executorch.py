@@ -26,6 +26,7 @@ from safetrace.interop.retrace_refusals import refuse_for_retrace
 from safetrace.interop.composites import beyond_torch
 from safetrace.interop.executorch_forms import executorch_forms
 from safetrace.interop.executorch_prims import symbolic_prims
+from safetrace.interop.executorch_strides import strides_from_sizes
 from safetrace.interop.executorch_sums import for_executorch
 from safetrace.interop.retrace_guards import narrowed_maxima, taken_guards
 from safetrace.interop.executorch_checks import (METHOD, add_input_checks, failure_points,
@@ -53,6 +54,8 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     exir = _exir()
     tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
     refuse_for_retrace(tep, "st.to_executorch")
+    if tep is not ep:  # (our conversion, made for this call: its strides as ExecuTorch's)
+        strides_from_sizes(tep.graph_module)
     _bounded(tep)
     _refuse_empty_roll(tep)
     # without autograd: ExecuTorch's passes replay a torch.cond under grad mode through
