@@ -29,6 +29,7 @@ from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.hierarchy import arg_names
 from safetrace.interop.quoted_guards import with_quoted_module
 from safetrace.interop.relation_guards import relation_guards
+from safetrace.interop.retrace_pins import guard_pins
 from safetrace.interop.subclass_values import refuse_decomposed_boundaries
 
 
@@ -90,7 +91,10 @@ def with_guards(tep: Any, guards: list[str], quoted: bool = False) -> None:
     def run_decompositions(self: Any, *args: Any, **kwargs: Any) -> Any:
         refuse_decomposed_boundaries(self)
         out = type(self).run_decompositions(self, *args, **kwargs)
-        with_guards(out, guards, quoted)
+        if "_st_paths" in vars(self):
+            out._st_paths = self._st_paths
+        # (the sizes torch's retrace pinned at the example: checked, or refused)
+        with_guards(out, guards + guard_pins(self, out), quoted)
         return out
 
     tep.run_decompositions = types.MethodType(run_decompositions, tep)

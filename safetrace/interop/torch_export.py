@@ -46,6 +46,7 @@ from safetrace.interop.node_checks import (bind_unbacked, check_narrowing, same_
 from safetrace.interop.hierarchy import (Boundaries, arg_names, call_graph,
                                          stack_fqns)
 from safetrace.interop.input_guards import input_guards, with_guards
+from safetrace.interop.retrace_pins import leaf_paths
 from safetrace.interop.quoted_guards import quoted_paths
 from safetrace.interop.sections import split_sections
 from safetrace.interop.load_checks import lowered
@@ -207,6 +208,7 @@ class _Converter:
         quoted = self.memo.get("quoted")  # (the plan's: found once per program)
         if quoted is None:
             quoted = self.memo["quoted"] = quoted_paths(self.ep)
+        tep._st_paths = leaf_paths(arg_names(self.ep), tep)  # (retrace_pins' guards)
         with_guards(tep, input_guards(self.ep, tep), quoted)
         return tep
 
