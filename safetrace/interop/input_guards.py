@@ -30,6 +30,7 @@ from safetrace.interop.hierarchy import arg_names
 from safetrace.interop.quoted_guards import with_quoted_module
 from safetrace.interop.relation_guards import relation_guards
 from safetrace.interop.retrace_pins import guard_pins
+from safetrace.interop.retrace_refusals import refuse_cond_from_ours
 from safetrace.interop.subclass_values import refuse_decomposed_boundaries
 
 
@@ -90,6 +91,7 @@ def with_guards(tep: Any, guards: list[str], quoted: bool = False) -> None:
 
     def run_decompositions(self: Any, *args: Any, **kwargs: Any) -> Any:
         refuse_decomposed_boundaries(self)
+        refuse_cond_from_ours(self, "run_decompositions")
         out = type(self).run_decompositions(self, *args, **kwargs)
         if "_st_paths" in vars(self):
             out._st_paths = self._st_paths

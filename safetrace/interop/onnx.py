@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from safetrace.interop.retrace_pins import refuse_pins
 from safetrace.interop.retrace_refusals import refuse_folded, refuse_for_retrace
 from safetrace.interop.composites import beyond_torch
 from safetrace.interop.onnx_attention import masked_attention
@@ -49,6 +50,9 @@ def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
                 program = _retraced(tep, kwargs)
         else:
             program = _retraced(tep, kwargs)
+    # (torch.onnx ran its meta kernels at the example's sizes: a size of 1 there it may
+    # have pinned in the ShapeEnv, and written into the model, as a retrace does)
+    refuse_pins(tep, "st.to_onnx")
     if own:  # our program: its contract's checks onnxruntime does not make
         add_input_checks(program.model, ep.contract)
     rename_dims(program.model, symbol_labels(tep))

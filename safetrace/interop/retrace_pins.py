@@ -98,15 +98,28 @@ def pins(tep: Any) -> list[tuple[int, int, Any, Any, Any]]:
     return out
 
 
+def refuse_pins(tep: Any, tool: str) -> None:
+    """Raise where a retrace (`tool`'s lowering, its passes that run torch's meta kernels
+    again, or an earlier ``run_decompositions``) pinned one of `tep`'s input sizes in the
+    ShapeEnv its programs share."""
+    found = pins(tep)
+    if found:
+        raise EI.retrace_pins(_told(tep, found), tool)
+
+
+def _told(tep: Any, found: list) -> str:
+    labels = tep.graph_module.meta.get("safetrace_dim_labels") or {}
+    return ", ".join(f"{labels.get(str(s), str(s))} to {_range(lo, hi)}"
+                     for _, _, s, lo, hi in found)
+
+
 def guard_pins(tep: Any, out: Any) -> list[str]:
     """After `out = tep.run_decompositions(...)`: the guards that make `out.module()`
     refuse the sizes torch's retrace pinned (raised instead inside `refusing_pins`)."""
     found = pins(tep)
     if not found:
         return []
-    labels = tep.graph_module.meta.get("safetrace_dim_labels") or {}
-    told = ", ".join(f"{labels.get(str(s), str(s))} to {_range(lo, hi)}"
-                     for _, _, s, lo, hi in found)
+    told = _told(tep, found)
     tool = _TOOL.get()
     if tool is not None:
         raise EI.retrace_pins(told, tool)
