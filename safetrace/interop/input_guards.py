@@ -91,8 +91,13 @@ def with_guards(tep: Any, guards: list[str], quoted: bool = False) -> None:
 
     def run_decompositions(self: Any, *args: Any, **kwargs: Any) -> Any:
         refuse_decomposed_boundaries(self)
-        refuse_cond_from_ours(self, "run_decompositions")
-        out = type(self).run_decompositions(self, *args, **kwargs)
+        try:
+            out = type(self).run_decompositions(self, *args, **kwargs)
+        except Exception as exc:
+            # a cond whose value the conversion made from ours: torch's cond stopped on it
+            # (GuardOnDataDependentSymNode): the catalogue's refusal instead of torch's error
+            refuse_cond_from_ours(self, "run_decompositions", exc)
+            raise
         if "_st_paths" in vars(self):
             out._st_paths = self._st_paths
         # (the sizes torch's retrace pinned at the example: checked, or refused)

@@ -47,6 +47,7 @@ from safetrace.interop.hierarchy import (Boundaries, arg_names, call_graph,
                                          stack_fqns)
 from safetrace.interop.input_guards import input_guards, with_guards
 from safetrace.interop.retrace_pins import leaf_paths
+from safetrace.interop.cond_merge import unaliased_outputs
 from safetrace.interop.quoted_guards import quoted_paths
 from safetrace.interop.sections import split_sections
 from safetrace.interop.load_checks import lowered
@@ -313,6 +314,7 @@ class _Converter:
         vals = torch.fx.node.map_arg((args, kwargs), lambda n: subs[n] if n in subs
                                      else n.meta["val"])
         if isinstance(target, torch._ops.HigherOrderOperator):
+            unaliased_outputs(target, vals[0])  # (cond_merge: views copied for a retrace)
             return detached(hop_value(self, target, vals[0], vals[1]))
         return detached(target(*vals[0], **vals[1]))
 
