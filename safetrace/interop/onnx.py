@@ -50,9 +50,6 @@ def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
                 program = _retraced(tep, kwargs)
         else:
             program = _retraced(tep, kwargs)
-    # (torch.onnx ran its meta kernels at the example's sizes: a size of 1 there it may
-    # have pinned in the ShapeEnv, and written into the model, as a retrace does)
-    refuse_pins(tep, "st.to_onnx")
     if own:  # our program: its contract's checks onnxruntime does not make
         add_input_checks(program.model, ep.contract)
     rename_dims(program.model, symbol_labels(tep))
@@ -71,7 +68,11 @@ def _retraced(tep: Any, kwargs: dict) -> Any:
     if forms and not fold:  # (a torch.onnx whose table this cannot add to: one retrace more)
         tep = tep.run_decompositions(forms)
     with folded(forms) if fold else contextlib.nullcontext():
-        return torch.onnx.export(tep, dynamo=True, **kwargs)
+        program = torch.onnx.export(tep, dynamo=True, **kwargs)
+    # (torch.onnx's retrace ran its meta kernels at the example's sizes: a size it pinned
+    # there in the ShapeEnv its programs share, it wrote into the model as a number)
+    refuse_pins(tep, "st.to_onnx", exact=True)
+    return program
 
 
 def rename_dims(model: Any, labels: dict[str, str]) -> None:

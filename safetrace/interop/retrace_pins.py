@@ -74,7 +74,8 @@ def input_sizes(tep: Any) -> list[tuple[int, int, Any]]:
 
 def pins(tep: Any) -> list[tuple[int, int, Any, Any, Any]]:
     """(input, dim, symbol, lo, hi) of each input size whose range in `tep`'s ShapeEnv is
-    now narrower than the program's declared one (lo == hi: pinned to that value)."""
+    now narrower than the program's declared one (lo == hi: pinned to that value), other
+    than by excluding 0 and 1 only."""
     sizes = input_sizes(tep)
     if not sizes:
         return []
@@ -93,16 +94,20 @@ def pins(tep: Any) -> list[tuple[int, int, Any, Any, Any]]:
                 continue
             lo, hi = r.lower, r.upper
         lo, hi = max(lo, declared.lower), min(hi, declared.upper)
-        if (lo, hi) != (declared.lower, declared.upper):
+        if lo == hi and declared.lower != declared.upper or hi != declared.upper or \
+                lo > max(declared.lower, 2):
+            # (a range raised to 2 only is torch's own assumption that a size is not 0 or
+            # 1, which its programs make too, written generically: not counted here)
             out.append((k, d, s, lo, hi))
     return out
 
 
-def refuse_pins(tep: Any, tool: str) -> None:
+def refuse_pins(tep: Any, tool: str, exact: bool = False) -> None:
     """Raise where a retrace (`tool`'s lowering, its passes that run torch's meta kernels
     again, or an earlier ``run_decompositions``) pinned one of `tep`'s input sizes in the
-    ShapeEnv its programs share."""
-    found = pins(tep)
+    ShapeEnv its programs share; `exact`: only a size pinned to one value (torch.onnx keeps
+    a cond on a size whose range its trace narrowed to the example's side as an ``If``)."""
+    found = [p for p in pins(tep) if not exact or p[3] == p[4]]
     if found:
         raise EI.retrace_pins(_told(tep, found), tool)
 
