@@ -144,3 +144,41 @@ def test_aoti_is_eager_or_refuses_up_front(name):
             return
     runner = torch._inductor.aoti_load_package(path)
     _sweep(model, lambda args: runner(*args), sizes, "aoti")
+
+
+class _Flat(torch.nn.Module):
+    def forward(self, x):
+        return x.reshape(x.shape[0] * x.shape[1], -1) * 2
+
+
+class _Chunked(torch.nn.Module):  # (test_zero_divisor_lowerings' program: a size split)
+    def forward(self, z):
+        v0 = z.sum(dim=[], keepdim=False) if z.shape[0] > 2 else z.sum(dim=0, keepdim=False)
+        return v0, z.unsafe_chunk(2, 0)[-1] * 2
+
+
+@pytest.mark.parametrize("model, example, spec, sizes", [
+    # example 1 on two Dim(min=1): torch's retrace wrote view(x, [1, -1]) (before: (1, 24)
+    # where eager gives (6, 4) at (3, 2, 4), silently)
+    (_Flat(), [(1, 1, 4)], ({0: st.Dim("a", min=1, max=16), 1: st.Dim("b", min=1, max=4)},),
+     [[(1, 1, 4)], [(3, 2, 4)], [(2, 1, 4)], [(1, 3, 4)], [(16, 4, 4)]]),
+    # the example's side of a size split: torch's retrace pinned d0 to 2 and kept cond(True)
+    # (before: the `<= 2` side's values at 1 and 5, silently)
+    (_Chunked(), [(2,)], ({0: st.Dim("d0", max=16)},), [[(n,)] for n in (0, 1, 2, 5, 16)]),
+])
+def test_sizes_torch_retrace_pins_are_checked_by_the_decomposed_program(
+        model, example, spec, sizes):
+    ep = st.export(model, tuple(torch.randn(*s) for s in example), dynamic_shapes=spec)
+    tep = _converted(ep)
+    with pytest.warns(st.ConversionWarning, match="torch's retrace specialized"):
+        decomposed = tep.run_decompositions()
+    module = decomposed.module()
+    seen = _sweep(model, lambda args: module(*args), sizes, "run_decompositions")
+    assert seen["ok"] >= 1 and seen["refused"] >= 1, seen
+    # a second retrace of the same program (its ShapeEnv already pinned) checks them too
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = tep.run_decompositions().module()
+    _sweep(model, lambda args: again(*args), sizes, "run_decompositions twice")
+    # and ep.to_torch().module() itself still computes eager's values everywhere
+    assert _sweep(model, lambda args: tep.module()(*args), sizes, "to_torch")["refused"] == 0
