@@ -20,6 +20,7 @@ import torch
 
 from safetrace.errors import ConversionWarning, conversion_error
 from safetrace.exporter.contract import TensorInput
+from safetrace.interop.retrace_pins import refuse_pins
 from safetrace.interop.retrace_refusals import refuse_for_retrace
 from safetrace.interop.composites import beyond_torch
 from safetrace.interop.executorch_forms import executorch_forms
@@ -54,6 +55,19 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     # its autograd key, whose re-trace of the branches finds the data-dependent symbols
     # the replay made before the cond unbound (PendingUnbackedSymbolNotFound; torch's own
     # programs too, when a parameter requires grad)
+    try:
+        program = _lowered(exir, ep, tep, partitioner, compile_config)
+    except Exception as exc:
+        # (ExecuTorch's own error where torch's retrace pinned a size at the example, its
+        # view passes' ``_ViewSpec is incompatible with its base``: the catalogue's instead)
+        refuse_pins(tep, "st.to_executorch", exc)
+        raise
+    if path is not None:
+        Path(path).write_bytes(program.buffer)
+    return program
+
+
+def _lowered(exir: Any, ep: Any, tep: Any, partitioner: Any, compile_config: Any) -> Any:
     with torch.no_grad():
         tep = for_executorch(_beyond_torch_table(tep, compile_config))
         if isinstance(ep, torch.export.ExportedProgram):  # torch's own: no contract
@@ -68,8 +82,6 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
             program = edge.to_executorch(exir.ExecutorchBackendConfig(
                 passes=[_checks_pass(edge.exported_program(), ep.contract, texts, written)]))
             _verify(program, texts, written)
-    if path is not None:
-        Path(path).write_bytes(program.buffer)
     return program
 
 

@@ -8,19 +8,19 @@ its meta kernels at those hints, and some of them guard on a size being 1 (``exp
 replaces the symbol by 1 in the shared ShapeEnv, the decomposed graph bakes 1 in
 (``view(x, [1, -1])`` for ``x.reshape(x.shape[0] * x.shape[1], -1)``) and drops the guard,
 so other sizes got a wrong result or torch's internal error (``Sizes of tensors must
-match``; test_cond_merge's merge_pins_no_size: 2.14 off at (2, 1, 4)).
+match``; test_cond_merge's merge_pins_no_size: 2.14 off at (2, 1, 4)); an example of 2 on
+the `<= 2` side of a size split pinned the size to 2 and kept ``cond(True, ...)``.
 
 After each retrace (``input_guards.with_guards`` wraps ``run_decompositions``) the input
 symbols torch replaced by a number, or whose range it narrowed, are found here: the
 decomposed program then checks those sizes first (a guard of its ``module()``: it refuses
-the inputs where it would be wrong) and a ``ConversionWarning`` says so; inside a deploy
-helper (``refusing_pins``) it is refused with a catalogue error instead, since the artifact
-would not carry that check."""
+the inputs where it would be wrong) and a ``ConversionWarning`` says so.  The deploy
+helpers refuse instead (``refuse_pins``): st.to_onnx where its retrace pinned a size to one
+value (written into the model as a number), st.to_executorch where ExecuTorch's passes then
+stopped (a pinned size the .pte keeps is checked by it: ``executorch.specialized``)."""
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import warnings
 from typing import Any
 
@@ -29,19 +29,6 @@ from torch.utils import _pytree
 
 from safetrace.errors import ConversionWarning
 from safetrace.errors import interop as EI
-
-_TOOL: contextvars.ContextVar[str | None] = contextvars.ContextVar("st_pins", default=None)
-
-
-@contextlib.contextmanager
-def refusing_pins(tool: str) -> Any:
-    """Within it, a retrace that pins an input size raises (`tool` names the helper)."""
-    token = _TOOL.set(tool)
-    try:
-        yield
-    finally:
-        _TOOL.reset(token)
-
 
 def leaf_paths(names: list[str], tep: Any) -> list[str] | None:
     """Each user input leaf's guard path (``L['x']``), in placeholder order; None where the
@@ -102,14 +89,15 @@ def pins(tep: Any) -> list[tuple[int, int, Any, Any, Any]]:
     return out
 
 
-def refuse_pins(tep: Any, tool: str, exact: bool = False) -> None:
+def refuse_pins(tep: Any, tool: str, exc: BaseException | None = None,
+                exact: bool = False) -> None:
     """Raise where a retrace (`tool`'s lowering, its passes that run torch's meta kernels
     again, or an earlier ``run_decompositions``) pinned one of `tep`'s input sizes in the
     ShapeEnv its programs share; `exact`: only a size pinned to one value (torch.onnx keeps
     a cond on a size whose range its trace narrowed to the example's side as an ``If``)."""
     found = [p for p in pins(tep) if not exact or p[3] == p[4]]
     if found:
-        raise EI.retrace_pins(_told(tep, found), tool)
+        raise EI.retrace_pins(_told(tep, found), tool) from exc
 
 
 def _told(tep: Any, found: list) -> str:
@@ -125,9 +113,6 @@ def guard_pins(tep: Any, out: Any) -> list[str]:
     if not found:
         return []
     told = _told(tep, found)
-    tool = _TOOL.get()
-    if tool is not None:
-        raise EI.retrace_pins(told, tool)
     paths = vars(tep).get("_st_paths")
     if paths is None or any(k >= len(paths) for k, *_ in found):  # (no path to check
         # them by: refused, never a silent narrowing)
