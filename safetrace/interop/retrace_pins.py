@@ -33,9 +33,10 @@ from safetrace.errors import interop as EI
 def leaf_paths(names: list[str], tep: Any) -> list[str] | None:
     """Each user input leaf's guard path (``L['x']``), in placeholder order; None where the
     structure is not one torch's guards name that way."""
-    args, kwargs = tep.example_inputs
-    if len(names) < len(args):
-        return None
+    examples = tep.example_inputs
+    if not examples or len(names) < len(examples[0]):
+        return None  # (then a pin is refused rather than checked: guard_pins)
+    args, kwargs = examples
     ctx = dict(zip(names, args))
     ctx.update(kwargs)
     return [f"L{_pytree.keystr(p)}" for p, _ in _pytree.tree_leaves_with_path(ctx)]
