@@ -241,3 +241,16 @@ def zero_sizes_not_convertible(node: str, where: str, dim: str,
         f"allowed to be 0 in torch's symbols failed ({first}; ep.module() computes eager's)",
         fix=f"declare the Dim with min=1 where 0 never occurs (st.Dim(..., min=1) for {dim}), "
             f"or " + _RUN_OURS)
+
+
+def retrace_pins(sizes: str, tool: str) -> ConversionError:
+    """torch's retrace of a converted program (its meta kernels run at the export example's
+    sizes) specialized an input size the program declares dynamic, and dropped that guard."""
+    return ConversionError(
+        f"{tool} retraces ep.to_torch()'s program through torch, whose meta kernels ran at "
+        f"the export example's sizes and specialized {sizes} (a guard on a size of 1 or 0 "
+        f"at the example, which torch's retrace drops): the result would compute other "
+        f"sizes wrongly (ep.module() and ep.to_torch().module() compute eager's)",
+        fix="export with an example whose size on that Dim is 2 or more (e.g. "
+            "torch.randn(2, ...) for a Dim(min=1)), so torch's retrace keeps it symbolic; "
+            "or " + _RUN_OURS)

@@ -19,9 +19,10 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import ConversionWarning, conversion_error
+from safetrace.errors import ConversionError, ConversionWarning, conversion_error
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import TensorInput
+from safetrace.interop.retrace_pins import refuse_pins
 from safetrace.interop.retrace_refusals import refuse_for_retrace
 from safetrace.interop.composites import beyond_torch
 from safetrace.interop.executorch_forms import executorch_forms
@@ -63,6 +64,21 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     # the replay made before the cond unbound (PendingUnbackedSymbolNotFound; torch's own
     # programs too, when a parameter requires grad)
     # (and with ExecuTorch's scalar operators on sizes symbolic: `executorch_prims`)
+    try:
+        program = _lowered(exir, ep, tep, partitioner, compile_config)
+    except ConversionError:
+        raise  # (our own refusals, `_refuse_specialized`'s: as they are)
+    except Exception as exc:
+        # (ExecuTorch's own error where torch's retrace pinned a size at the example, its
+        # view passes' ``_ViewSpec is incompatible with its base``: the catalogue's instead)
+        refuse_pins(tep, "st.to_executorch", exc)
+        raise
+    if path is not None:
+        Path(path).write_bytes(program.buffer)
+    return program
+
+
+def _lowered(exir: Any, ep: Any, tep: Any, partitioner: Any, compile_config: Any) -> Any:
     with torch.no_grad(), symbolic_prims():
         tep = for_executorch(_beyond_torch_table(tep, compile_config))
         if isinstance(ep, torch.export.ExportedProgram):  # torch's own: no contract
@@ -81,8 +97,6 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
             _verify(program, texts, written)
             _refuse_specialized(program, ep.contract, tep,
                                 frozenset((k, d) for k, d, _ in pinned))
-    if path is not None:
-        Path(path).write_bytes(program.buffer)
     return program
 
 

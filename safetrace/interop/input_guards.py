@@ -29,6 +29,8 @@ from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.hierarchy import arg_names
 from safetrace.interop.quoted_guards import with_quoted_module
 from safetrace.interop.relation_guards import relation_guards
+from safetrace.interop.retrace_pins import guard_pins
+from safetrace.interop.retrace_refusals import refuse_cond_from_ours
 from safetrace.interop.subclass_values import refuse_decomposed_boundaries
 
 
@@ -89,8 +91,17 @@ def with_guards(tep: Any, guards: list[str], quoted: bool = False) -> None:
 
     def run_decompositions(self: Any, *args: Any, **kwargs: Any) -> Any:
         refuse_decomposed_boundaries(self)
-        out = type(self).run_decompositions(self, *args, **kwargs)
-        with_guards(out, guards, quoted)
+        try:
+            out = type(self).run_decompositions(self, *args, **kwargs)
+        except Exception as exc:
+            # a cond whose value the conversion made from ours: torch's cond stopped on it
+            # (GuardOnDataDependentSymNode): the catalogue's refusal instead of torch's error
+            refuse_cond_from_ours(self, "run_decompositions", exc)
+            raise
+        if "_st_paths" in vars(self):
+            out._st_paths = self._st_paths
+        # (the sizes torch's retrace pinned at the example: checked, or refused)
+        with_guards(out, guards + guard_pins(self, out), quoted)
         return out
 
     tep.run_decompositions = types.MethodType(run_decompositions, tep)

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from safetrace.interop.retrace_pins import refuse_pins
 from safetrace.interop.retrace_refusals import refuse_folded, refuse_for_retrace
 from safetrace.interop.composites import beyond_torch
 from safetrace.interop.onnx_attention import masked_attention
@@ -67,7 +68,11 @@ def _retraced(tep: Any, kwargs: dict) -> Any:
     if forms and not fold:  # (a torch.onnx whose table this cannot add to: one retrace more)
         tep = tep.run_decompositions(forms)
     with folded(forms) if fold else contextlib.nullcontext():
-        return torch.onnx.export(tep, dynamo=True, **kwargs)
+        program = torch.onnx.export(tep, dynamo=True, **kwargs)
+    # (torch.onnx's retrace ran its meta kernels at the example's sizes: a size it pinned
+    # there in the ShapeEnv its programs share, it wrote into the model as a number)
+    refuse_pins(tep, "st.to_onnx", exact=True)
+    return program
 
 
 def rename_dims(model: Any, labels: dict[str, str]) -> None:

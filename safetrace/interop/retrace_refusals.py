@@ -58,6 +58,17 @@ def refuse_for_retrace(tep: Any, tool: str, folds: bool = True) -> None:
         refuse_folded(tep, tool)
 
 
+def refuse_cond_from_ours(tep: Any, tool: str, exc: BaseException) -> None:
+    """Raise for a cond whose value the conversion made from ours (`_cond_refused`), from
+    `exc`: torch's error where ``tep.run_decompositions()`` stopped
+    (``GuardOnDataDependentSymNode`` inside torch's cond)."""
+    for module in tep.graph_module.modules():
+        if isinstance(module, torch.fx.GraphModule):
+            for node in module.graph.nodes:
+                if node.op == "call_function" and FROM_OURS in node.meta:
+                    raise _cond_refused(tep, node, tool) from exc
+
+
 def refuse_folded(tep: Any, tool: str) -> None:
     """Raise where the retrace would keep torch's value of a size node, simplified on
     positive sizes, that differs at a size of 0 the program accepts

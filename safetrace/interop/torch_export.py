@@ -46,6 +46,8 @@ from safetrace.interop.node_checks import (bind_unbacked, check_narrowing, same_
 from safetrace.interop.hierarchy import (Boundaries, arg_names, call_graph,
                                          stack_fqns)
 from safetrace.interop.input_guards import input_guards, with_guards
+from safetrace.interop.retrace_pins import leaf_paths
+from safetrace.interop.cond_merge import unaliased_outputs
 from safetrace.interop.quoted_guards import quoted_paths
 from safetrace.interop.sections import split_sections
 from safetrace.interop.load_checks import lowered
@@ -213,6 +215,7 @@ class _Converter:
         quoted = self.memo.get("quoted")  # (the plan's: found once per program)
         if quoted is None:
             quoted = self.memo["quoted"] = quoted_paths(self.ep)
+        tep._st_paths = leaf_paths(arg_names(self.ep), tep)  # (retrace_pins' guards)
         with_guards(tep, input_guards(self.ep, tep), quoted)
         return tep
 
@@ -324,6 +327,7 @@ class _Converter:
         vals = torch.fx.node.map_arg((args, kwargs), lambda n: subs[n] if n in subs
                                      else n.meta["val"])
         if isinstance(target, torch._ops.HigherOrderOperator):
+            unaliased_outputs(target, vals[0])  # (cond_merge: views copied for a retrace)
             return detached(hop_value(self, target, vals[0], vals[1]))
         return detached(target(*vals[0], **vals[1]))
 

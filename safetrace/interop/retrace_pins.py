@@ -1,0 +1,149 @@
+"""Sizes torch's retrace of a converted program pins to their example value.
+
+``ep.to_torch()``'s symbols take the export example's sizes as their hints, 1 included
+(safetrace exports a Dim(min=1) at an example of 1; torch.export specializes such a size).
+torch's retrace (``run_decompositions``, hence ExecuTorch and torch.onnx's own path) runs
+its meta kernels at those hints, and some of them guard on a size being 1 (``expand``'s
+``broadcast_in_dim``: ``guard_or_false(a.shape[i] == 1)``, a view's strides): the guard
+replaces the symbol by 1 in the shared ShapeEnv, the decomposed graph bakes 1 in
+(``view(x, [1, -1])`` for ``x.reshape(x.shape[0] * x.shape[1], -1)``) and drops the guard,
+so other sizes got a wrong result or torch's internal error (``Sizes of tensors must
+match``; test_cond_merge's merge_pins_no_size: 2.14 off at (2, 1, 4)); an example of 2 on
+the `<= 2` side of a size split pinned the size to 2 and kept ``cond(True, ...)``.
+
+After each retrace (``input_guards.with_guards`` wraps ``run_decompositions``) the input
+symbols torch replaced by a number, or whose range it narrowed, are found here: the
+decomposed program then checks those sizes first (a guard of its ``module()``: it refuses
+the inputs where it would be wrong) and a ``ConversionWarning`` says so.  The deploy
+helpers refuse instead (``refuse_pins``): st.to_onnx where its retrace pinned a size to one
+value (written into the model as a number), st.to_executorch where ExecuTorch's passes then
+stopped (a pinned size the .pte keeps is checked by it: ``executorch.specialized``)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import torch
+from torch.utils import _pytree
+
+from safetrace.errors import ConversionWarning
+from safetrace.errors import interop as EI
+
+def leaf_paths(names: list[str], tep: Any) -> list[str] | None:
+    """Each user input leaf's guard path (``L['x']``), in placeholder order; None where the
+    structure is not one torch's guards name that way."""
+    examples = tep.example_inputs
+    if not examples or len(names) < len(examples[0]):
+        return None  # (then a pin is refused rather than checked: guard_pins)
+    args, kwargs = examples
+    ctx = dict(zip(names, args))
+    ctx.update(kwargs)
+    return [f"L{_pytree.keystr(p)}" for p, _ in _pytree.tree_leaves_with_path(ctx)]
+
+
+def input_sizes(tep: Any) -> list[tuple[int, int, Any]]:
+    """(user input index, dim, torch's raw symbol) of each symbolic input size."""
+    user = set(tep.graph_signature.user_inputs)
+    out, k = [], 0
+    for node in tep.graph.nodes:
+        if node.op != "placeholder" or node.name not in user:
+            continue
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            for d, s in enumerate(val.shape):
+                # (the raw symbol: ``node.expr`` applies the ShapeEnv's replacements)
+                raw = getattr(s.node, "_expr", None) if isinstance(s, torch.SymInt) else None
+                if raw is not None and raw.is_symbol:
+                    out.append((k, d, raw))
+        k += 1
+    return out
+
+
+def pins(tep: Any) -> list[tuple[int, int, Any, Any, Any]]:
+    """(input, dim, symbol, lo, hi) of each input size whose range in `tep`'s ShapeEnv is
+    now narrower than the program's declared one (lo == hi: pinned to that value), other
+    than by excluding 0 and 1 only."""
+    sizes = input_sizes(tep)
+    if not sizes:
+        return []
+    env = _env(tep)
+    out = []
+    for k, d, s in sizes:
+        declared = tep.range_constraints.get(s)
+        if declared is None:
+            continue
+        now = env.replacements.get(s) if env is not None else None
+        if now is not None and getattr(now, "is_number", False):
+            lo = hi = int(now)
+        else:
+            r = env.var_to_range.get(s) if env is not None else None
+            if r is None:
+                continue
+            lo, hi = r.lower, r.upper
+        lo, hi = max(lo, declared.lower), min(hi, declared.upper)
+        if lo == hi and declared.lower != declared.upper or hi != declared.upper or \
+                lo > max(declared.lower, 2):
+            # (a range raised to 2 only is torch's own assumption that a size is not 0 or
+            # 1, which its programs make too, written generically: not counted here)
+            out.append((k, d, s, lo, hi))
+    return out
+
+
+def refuse_pins(tep: Any, tool: str, exc: BaseException | None = None,
+                exact: bool = False) -> None:
+    """Raise where a retrace (`tool`'s lowering, its passes that run torch's meta kernels
+    again, or an earlier ``run_decompositions``) pinned one of `tep`'s input sizes in the
+    ShapeEnv its programs share; `exact`: only a size pinned to one value (torch.onnx keeps
+    a cond on a size whose range its trace narrowed to the example's side as an ``If``)."""
+    found = [p for p in pins(tep) if not exact or p[3] == p[4]]
+    if found:
+        raise EI.retrace_pins(_told(tep, found), tool) from exc
+
+
+def _told(tep: Any, found: list) -> str:
+    labels = tep.graph_module.meta.get("safetrace_dim_labels") or {}
+    return ", ".join(f"{labels.get(str(s), str(s))} to {_range(lo, hi)}"
+                     for _, _, s, lo, hi in found)
+
+
+def guard_pins(tep: Any, out: Any) -> list[str]:
+    """After `out = tep.run_decompositions(...)`: the guards that make `out.module()`
+    refuse the sizes torch's retrace pinned (raised instead inside `refusing_pins`)."""
+    found = pins(tep)
+    if not found:
+        return []
+    told = _told(tep, found)
+    paths = vars(tep).get("_st_paths")
+    if paths is None or any(k >= len(paths) for k, *_ in found):  # (no path to check
+        # them by: refused, never a silent narrowing)
+        raise EI.retrace_pins(told, "run_decompositions")
+    guards = []
+    for k, d, _, lo, hi in found:
+        size = f"{paths[k]}.size()[{d}]"
+        if lo == hi:
+            guards.append(f"{size} == {int(lo)}")
+            continue
+        if lo > -int(1e18):
+            guards.append(f"{size} >= {int(lo)}")
+        if hi < int(1e18):
+            guards.append(f"{size} <= {int(hi)}")
+    warnings.warn(f"run_decompositions: torch's retrace specialized {told} (its meta kernels "
+                  f"ran at the export example's sizes and guarded on them, a guard torch "
+                  f"drops): the decomposed program refuses other sizes there. Export with "
+                  f"an example size other than 0 or 1 on that Dim to keep it dynamic",
+                  ConversionWarning, stacklevel=4)
+    return guards
+
+
+def _range(lo: Any, hi: Any) -> str:
+    return str(int(lo)) if lo == hi else f"[{lo}, {hi}]"
+
+
+def _env(tep: Any) -> Any:
+    for node in tep.graph.nodes:
+        val = node.meta.get("val") if node.op == "placeholder" else None
+        mode = getattr(val, "fake_mode", None)
+        if mode is not None:
+            return mode.shape_env
+    return None
