@@ -63,8 +63,33 @@ def auto_places(dyn: Any, contract: Contract) -> dict[str, tuple[list[str], int,
         while floor[s] < least <= ASSUMED_MIN and not requirements_only(
                 dyn.env, {s: least - 1}, True):
             least -= 1
-        out[s] = (wheres, int(least), int(dyn.env.hints[s]))
+        top = min(d.hi for d in dyn.decls if d.expr.op == "sym" and
+                  dyn.env.simplify(d.expr) == sym(s))
+        out[s] = (wheres, int(least), int(dyn.env.hints[s]),
+                  _branch_top(dyn.env, contract, s, int(dyn.env.hints[s]), top))
     return out
+
+
+def _branch_top(env: Any, contract: Contract, s: str, example: int, top: float
+                ) -> float | None:
+    """`top` (the upper end declared for `s`) where the first size above `example` that
+    the program refuses (above its range, or failing a condition on `s` alone) is one where
+    eager computes: the end of a branch's range (dinov2's position table taken as it is at
+    32 px, ``(s//8)*(s//8) == 16``, up to 39 px), not an op's requirement (a table's
+    length); else None.  The Dim.AUTO dim is then exported again as a Dim up to `top`, the
+    branch's other sides traced by the split machinery."""
+    spec = contract.symbol(s)
+    if spec is None or not spec.backed:
+        return None
+    hi = math.inf if spec.hi is None else spec.hi
+    own = [c.cond for c in contract.conditions if c.cond.free_symbols == {s}]
+    if hi >= top and not own:
+        return None
+    first = next((v for v in range(example + 1, max(4 * example, example + len(_LARGER)))
+                  if v > hi or not all(_holds(c, s, v) for c in own)), None)
+    if first is None or first > top or requirements_only(env, {s: first}, True):
+        return None
+    return top
 
 
 def auto_relations(env: Any, contract: Contract, places: dict) -> list[tuple]:
@@ -143,10 +168,16 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
     named, tops = _named(ep)
     refusals: list[str] = []
     examples = {w: e for rel in relations(ep) for _, w, e in rel}
-    examples.update((w, e) for wheres, _, e in (getattr(ep, "auto_places", None) or {}).values()
-                    for w in wheres)  # (and a named Dim's of a relation with them)
+    examples.update((w, p[2]) for p in (getattr(ep, "auto_places", None) or {}).values()
+                    for w in p[0])  # (and a named Dim's of a relation with them)
     best = ep
-    if named:
+    raised = any(p[3] is not None for p in (getattr(ep, "auto_places", None) or {}).values())
+    narrow = _named(ep, False) if raised else (named, tops)
+    # (a Dim raised above a branch's end first; where that is refused or no wider, the
+    # Dims as the program's range ends)
+    for named, tops in [(named, tops)] + ([narrow] if narrow[0] != named else []):
+        if not named:
+            continue
         out, dims = _climb(ep, named, tops, export_named, refusals)
         # (the refusal its split started from, if any: a warm export splits at once)
         start = out.__dict__.pop("split_start", None) if out is not None else None
@@ -155,6 +186,7 @@ def split_auto_small(ep: ExportedProgram, export_named: Callable[[dict], Exporte
             best = out
             if seen is not None:
                 seen.put(ep, ("named", dims, start))
+            break
     if best is ep and refusals:
         ep.auto_split_refusals = refusals
     if best is ep and seen is not None:
@@ -306,11 +338,13 @@ def _declared(origin: str, hidden: set[str]) -> bool:
     return bool(origin) and any(f"(as declared: {d})" in origin for d in hidden)
 
 
-def _named(ep: ExportedProgram) -> tuple[dict[str, Dim], dict[str, int]]:
+def _named(ep: ExportedProgram, raise_top: bool = True
+           ) -> tuple[dict[str, Dim], dict[str, int]]:
     """{input dim: Dim} for each Dim.AUTO / DYNAMIC dim (and those equal to it) whose range in `ep`
     leaves out a size below 2 where eager computes, or that a condition of `ep`'s contract
-    on its size alone refuses at 0 or 1 of its range; and {Dim name: the lower end of its
-    range in `ep`}."""
+    on its size alone refuses at 0 or 1 of its range, or (with `raise_top`) whose sizes
+    above stop where a branch's range ends (``_branch_top``: the Dim goes up to the
+    declared end); and {Dim name: the lower end of its range in `ep`}."""
     rels = relations(ep)  # (first: a split program's sets its places with them)
     places = getattr(ep, "auto_places", None) or {}
     contract = ep.contract
@@ -320,7 +354,8 @@ def _named(ep: ExportedProgram) -> tuple[dict[str, Dim], dict[str, int]]:
     tops: dict[str, int] = {}
     free: dict[str, tuple] = {}  # symbol -> (its input dims, lowest size, lo, hi, example)
     picked: list[str] = []
-    for s, (wheres, least, example) in places.items():
+    for s, (wheres, least, example, top) in places.items():
+        top = top if raise_top else None
         spec = contract.symbol(s)
         if s in named_dims or spec is None or not spec.backed:
             continue  # (an AUTO dim made equal to a named Dim: splits.py's)
@@ -331,10 +366,13 @@ def _named(ep: ExportedProgram) -> tuple[dict[str, Dim], dict[str, int]]:
                                          for v in _SMALL)]
         held = holding_range([c for c in conds if c not in small and
                               not _holds_again(c, s, example)], s, example, lo, hi, {})
-        if held is not None and held[1] < hi:  # (`s <= 70` checked: the Dim's range, as
-            hi = held[1]  # sizes above are no side of it: eager raises there)
+        if top is not None:  # (the sizes above a branch's end: its other side)
+            hi = top
+        elif held is not None and held[1] < hi:  # (`s <= 70` checked: the Dim's range,
+            hi = held[1]  # as sizes above are no side of it: eager raises there)
         free[s] = (wheres, min(least, lo), lo, hi, example)
-        if least >= lo and not small or not all(_from_some_size(c, s, lo, hi) for c in small):
+        if least >= lo and not small and top is None or \
+                not all(_from_some_size(c, s, lo, hi) for c in small):
             continue  # (`s % 2 == 0` fails at 3 too: a named Dim would be refused)
         picked.append(s)
     groups = [([w for s in g for w in free[s][0]], max(free[s][1] for s in g),
