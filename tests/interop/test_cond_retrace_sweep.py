@@ -89,7 +89,9 @@ def test_run_decompositions_of_each_cond_program_is_eager_or_refuses(name):
         # (refused, with the catalogue's error: a cond made from ours where torch's cond
         # stops, GuardOnDataDependentSymNode; before, torch's own error; and before, a
         # side returning a view stopped at torch's "cond_true might be aliasing")
-        assert name in ("data_dependent_stride", "zero_rows_side"), name
+        # (view_of_its_own_side: its Dims admit 0, converted with non-positive symbols
+        # (positivity.faithful_at_zero), whose strides Max(1, ...) torch's cond refuses)
+        assert name in ("data_dependent_stride", "zero_rows_side", "view_of_its_own_side"), name
         return
     module = decomposed.module()
     seen = _sweep(model, lambda args: module(*args), sizes, "run_decompositions")
@@ -120,6 +122,12 @@ def _pte_runner(ep, tmp_path):
 @pytest.mark.parametrize("tool", ["onnx", "executorch"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_each_deploy_helper_is_eager_or_refuses_up_front(name, tool, tmp_path):
+    if tool == "onnx" and name in ("merge_pins_no_size", "merge_pins_no_size_values"):
+        # a known gap, loud (never a wrong value): the point side's as_strided reads its
+        # input's stride (aten.sym_stride.int), which torch.onnx has no function for; the
+        # row-major rewrite (interop/executorch_strides.py) keeps it where a later size may
+        # be 0, as here
+        pytest.xfail("torch.onnx: no ONNX function for aten.sym_stride.int")
     model, ep, sizes = _export(name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -168,11 +176,17 @@ def test_sizes_torch_retrace_pins_are_checked_by_the_decomposed_program(
         model, example, spec, sizes):
     ep = st.export(model, tuple(torch.randn(*s) for s in example), dynamic_shapes=spec)
     tep = _converted(ep)
-    with pytest.warns(st.ConversionWarning, match="torch's retrace specialized"):
+    with warnings.catch_warnings(record=True) as told:
+        warnings.simplefilter("always")
         decomposed = tep.run_decompositions()
+    pinned = any("torch's retrace specialized" in str(w.message) for w in told)
     module = decomposed.module()
     seen = _sweep(model, lambda args: module(*args), sizes, "run_decompositions")
-    assert seen["ok"] >= 1 and seen["refused"] >= 1, seen
+    # either torch's retrace pinned a size, and the decomposed program refuses the others,
+    # or (an example of 1 given torch as the hint 2: positivity) nothing was pinned and it
+    # computes eager's everywhere; never a wrong value (_sweep)
+    assert seen["ok"] >= 1 and (seen["refused"] >= 1 if pinned else seen["refused"] == 0), \
+        (pinned, seen)
     # a second retrace of the same program (its ShapeEnv already pinned) checks them too
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
