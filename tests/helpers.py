@@ -66,3 +66,32 @@ def placeholders(ep: st.ExportedProgram) -> list[str]:
 
 def unchanged(before: Iterable[torch.Tensor], after: Iterable[torch.Tensor]) -> bool:
     return all(torch.equal(a, b) for a, b in zip(before, after))
+
+
+def same_in_threads(make: Any, rounds: int, threads: int = 2) -> None:
+    """Run `make()` `rounds` times on each of `threads` threads started together; every
+    result must equal one made before, serially (no exception, nothing else)."""
+    import threading
+
+    serial = make()
+    results: dict[int, list] = {i: [] for i in range(threads)}
+    barrier = threading.Barrier(threads)
+
+    def worker(i: int) -> None:
+        barrier.wait()
+        for _ in range(rounds):
+            try:
+                results[i].append(make())
+            except Exception as exc:  # noqa: BLE001 - reported below
+                results[i].append(exc)
+
+    started = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
+    for t in started:
+        t.start()
+    for t in started:
+        t.join(timeout=300)
+    for i in range(threads):
+        assert len(results[i]) == rounds
+        for r in results[i]:
+            assert not isinstance(r, Exception), repr(r)
+            assert r == serial

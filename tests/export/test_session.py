@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import safetrace as st
+from tests.helpers import same_in_threads
 
 from functorch.experimental.control_flow import cond as functorch_cond
 from torch import cond as aliased_cond
@@ -50,28 +51,7 @@ def _fingerprint(ep: st.ExportedProgram) -> str:
 
 def test_two_threads_export_at_once_and_match_serial_programs() -> None:
     torch.manual_seed(0)
-    serial = _fingerprint(_export_mixed())
-    results: dict[int, list] = {0: [], 1: []}
-    barrier = threading.Barrier(2)
-
-    def worker(i: int) -> None:
-        barrier.wait()
-        for _ in range(20):
-            try:
-                results[i].append(_fingerprint(_export_mixed()))
-            except Exception as exc:  # noqa: BLE001 - reported below
-                results[i].append(exc)
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    for i in range(2):
-        assert len(results[i]) == 20
-        for r in results[i]:
-            assert not isinstance(r, Exception), repr(r)
-            assert r == serial
+    same_in_threads(lambda: _fingerprint(_export_mixed()), 20)
 
 
 def test_program_from_a_thread_runs_right_at_other_sizes() -> None:

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 import safetrace as st
+from tests.helpers import same_in_threads
 
 
 class PythonLevel(torch.nn.Module):
@@ -139,27 +140,6 @@ def test_a_bystanders_own_mode_sees_its_python_level_calls_during_an_export() ->
 
 def test_two_threads_export_python_level_functions_at_once() -> None:
     model = _model()
-    serial = str(_export(model))
-    results: dict[int, list] = {0: [], 1: []}
-    barrier = threading.Barrier(2)
-
-    def worker(i: int) -> None:
-        barrier.wait()
-        for _ in range(10):
-            try:
-                results[i].append(str(_export(model)))
-            except Exception as exc:  # noqa: BLE001 - reported below
-                results[i].append(exc)
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    for i in range(2):
-        assert len(results[i]) == 10
-        for r in results[i]:
-            assert not isinstance(r, Exception), repr(r)
-            assert r == serial
+    same_in_threads(lambda: str(_export(model)), 10)
     assert F.handle_torch_function is torch.overrides.handle_torch_function
     assert torch._tensor.handle_torch_function is torch.overrides.handle_torch_function

@@ -13,6 +13,7 @@ from torch import nn
 from torch.nn.modules import module as nn_module
 
 import safetrace as st
+from tests.helpers import same_in_threads
 
 
 class _Waits(nn.Module):
@@ -95,29 +96,12 @@ def test_two_threads_export_one_model_at_once_with_the_serial_stacks() -> None:
     torch.manual_seed(0)
     model = _Shared().eval()
     x = torch.randn(3, 4)
-    serial = (str(st.export(model, (x,))), _stacks(st.export(model, (x,))))
-    results: dict[int, list] = {0: [], 1: []}
-    barrier = threading.Barrier(2)
 
-    def worker(i: int) -> None:
-        barrier.wait()
-        for _ in range(10):
-            try:
-                ep = st.export(model, (x,))
-                results[i].append((str(ep), _stacks(ep)))
-            except Exception as exc:  # noqa: BLE001 - reported below
-                results[i].append(exc)
+    def made() -> tuple:
+        ep = st.export(model, (x,))
+        return str(ep), _stacks(ep)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    for i in range(2):
-        assert len(results[i]) == 10
-        for r in results[i]:
-            assert not isinstance(r, Exception), repr(r)
-            assert r == serial
+    same_in_threads(made, 10)
     for m in model.modules():
         assert "_compiled_call_impl" not in vars(m)
     assert not nn_module._global_forward_hooks and not nn_module._global_forward_pre_hooks
