@@ -233,7 +233,7 @@ def run_hop(op: Any, args: tuple, kwargs: dict) -> Any:
     outputs only dense in memory, laid out alike (a strided slice, an expanded or offset
     view returned on a size split's sides, fuzz seeds 34 and 3401: made contiguous, as
     torch's hint says, and run again)."""
-    env = _shape_env(args)
+    env = shape_env_of(args)
     mark = len(env.pending_fresh_unbacked_symbols) if env is not None else 0
     try:
         if op is torch.ops.higher_order.cond and env is not None:
@@ -335,7 +335,7 @@ def int_oo() -> Any:
     return inf
 
 
-def _shape_env(args: tuple) -> Any:
+def shape_env_of(args: Any) -> Any:
     """The ShapeEnv of the fake values among `args` (None without one)."""
     for leaf in torch.utils._pytree.tree_leaves(args):
         mode = getattr(leaf, "fake_mode", None)

@@ -34,6 +34,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.errors import interop as EI
+from safetrace.interop.hops import shape_env_of
 
 _aten = torch.ops.aten
 _SIZE_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
@@ -123,13 +124,7 @@ def _fold(graph: torch.fx.Graph, binding: dict, narrowing: bool) -> tuple | None
 def _zero_bindings(graph: torch.fx.Graph) -> list[tuple[str, dict]]:
     """One binding per input symbol whose range holds 0: it at 0, the others at their
     example values."""
-    env = None
-    for node in graph.find_nodes(op="placeholder"):
-        val = node.meta.get("val")
-        if isinstance(val, torch.Tensor) and hasattr(val, "fake_mode") and \
-                val.fake_mode.shape_env is not None:
-            env = val.fake_mode.shape_env
-            break
+    env = shape_env_of([n.meta.get("val") for n in graph.find_nodes(op="placeholder")])
     if env is None:
         return []
     hints = dict(env.backed_var_to_val)

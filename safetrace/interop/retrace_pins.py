@@ -29,6 +29,7 @@ from torch.utils import _pytree
 
 from safetrace.errors import ConversionWarning
 from safetrace.errors import interop as EI
+from safetrace.interop.hops import shape_env_of
 
 def leaf_paths(names: list[str], tep: Any) -> list[str] | None:
     """Each user input leaf's guard path (``L['x']``), in placeholder order; None where the
@@ -67,7 +68,7 @@ def pins(tep: Any) -> list[tuple[int, int, Any, Any, Any]]:
     sizes = input_sizes(tep)
     if not sizes:
         return []
-    env = _env(tep)
+    env = shape_env_of([n.meta.get("val") for n in tep.graph.find_nodes(op="placeholder")])
     out = []
     for k, d, s in sizes:
         declared = tep.range_constraints.get(s)
@@ -139,11 +140,3 @@ def guard_pins(tep: Any, out: Any) -> list[str]:
 def _range(lo: Any, hi: Any) -> str:
     return str(int(lo)) if lo == hi else f"[{lo}, {hi}]"
 
-
-def _env(tep: Any) -> Any:
-    for node in tep.graph.nodes:
-        val = node.meta.get("val") if node.op == "placeholder" else None
-        mode = getattr(val, "fake_mode", None)
-        if mode is not None:
-            return mode.shape_env
-    return None
