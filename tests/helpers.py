@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import pytest
 import torch
@@ -95,3 +96,30 @@ def same_in_threads(make: Any, rounds: int, threads: int = 2) -> None:
         for r in results[i]:
             assert not isinstance(r, Exception), repr(r)
             assert r == serial
+
+
+@contextlib.contextmanager
+def while_exporting(body: Any, started: Any, done: Any) -> Iterator[dict]:
+    """Run `body(seen)` on a bystander thread once `started` is set (by a model's forward,
+    in the middle of the export inside the ``with``), then set `done` (the forward waits on
+    it); yields `seen`, what the bystander recorded.  An exception there fails the test."""
+    import threading
+
+    seen: dict = {}
+
+    def bystander() -> None:
+        assert started.wait(timeout=120)
+        try:
+            body(seen)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            seen["error"] = exc
+        finally:
+            done.set()
+
+    t = threading.Thread(target=bystander)
+    t.start()
+    try:
+        yield seen
+    finally:
+        t.join(timeout=300)
+    assert "error" not in seen, repr(seen.get("error"))

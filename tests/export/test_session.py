@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import safetrace as st
-from tests.helpers import same_in_threads
+from tests.helpers import same_in_threads, while_exporting
 
 from functorch.experimental.control_flow import cond as functorch_cond
 from torch import cond as aliased_cond
@@ -89,34 +89,24 @@ class _Waits(torch.nn.Module):
 
 def test_a_bystander_thread_sees_the_real_functions_during_an_export() -> None:
     started, done = threading.Event(), threading.Event()
-    seen: dict = {}
 
-    def bystander() -> None:
-        assert started.wait(timeout=120)
-        try:
-            seen["min"] = min(3, 5)
-            seen["max"] = max([2, 9, 4])
-            seen["len"] = len(torch.zeros(6, 2))
-            seen["print"] = print is __builtins__["print"] if isinstance(
-                __builtins__, dict) else print is __builtins__.print
-            torch.manual_seed(123)
-            seen["rand"] = torch.rand(2)
-            seen["broadcast"] = torch.broadcast_shapes((2, 1), (1, 3))
-            seen["compiling"] = (torch.compiler.is_compiling(), torch.compiler.is_exporting())
-            a = torch.ones(2)
-            seen["check"] = torch._check(True) is None
-            seen["cond"] = torch.cond(a.sum() > 0, lambda v: v + 1, lambda v: v - 1, (a,))
-        except Exception as exc:  # noqa: BLE001 - reported below
-            seen["error"] = exc
-        finally:
-            done.set()
+    def bystander(seen: dict) -> None:
+        seen["min"] = min(3, 5)
+        seen["max"] = max([2, 9, 4])
+        seen["len"] = len(torch.zeros(6, 2))
+        seen["print"] = print is __builtins__["print"] if isinstance(
+            __builtins__, dict) else print is __builtins__.print
+        torch.manual_seed(123)
+        seen["rand"] = torch.rand(2)
+        seen["broadcast"] = torch.broadcast_shapes((2, 1), (1, 3))
+        seen["compiling"] = (torch.compiler.is_compiling(), torch.compiler.is_exporting())
+        a = torch.ones(2)
+        seen["check"] = torch._check(True) is None
+        seen["cond"] = torch.cond(a.sum() > 0, lambda v: v + 1, lambda v: v - 1, (a,))
 
-    t = threading.Thread(target=bystander)
-    t.start()
-    n = st.Dim("n", min=1, max=32)
-    ep = st.export(_Waits(started, done), (torch.randn(4, 3),), dynamic_shapes={"x": {0: n}})
-    t.join(timeout=300)
-    assert "error" not in seen, repr(seen.get("error"))
+    with while_exporting(bystander, started, done) as seen:
+        n = st.Dim("n", min=1, max=32)
+        ep = st.export(_Waits(started, done), (torch.randn(4, 3),), dynamic_shapes={"x": {0: n}})
     assert (seen["min"], seen["max"], seen["len"], seen["print"]) == (3, 9, 6, True)
     torch.manual_seed(123)
     torch.testing.assert_close(seen["rand"], torch.rand(2))

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 import safetrace as st
-from tests.helpers import same_in_threads
+from tests.helpers import same_in_threads, while_exporting
 
 
 class PythonLevel(torch.nn.Module):
@@ -100,29 +100,19 @@ class _Waits(torch.nn.Module):
 
 def test_a_bystanders_own_mode_sees_its_python_level_calls_during_an_export() -> None:
     started, done = threading.Event(), threading.Event()
-    seen: dict = {}
 
-    def bystander() -> None:
-        assert started.wait(timeout=120)
-        try:
-            mode = _Recording()
-            x = torch.tensor([-1.0, 2.0, -3.0, 4.0])
-            with mode:
-                seen["relu"] = F.relu(x)
-                seen["split"] = x.split(2)
-            seen["calls"] = mode.calls
-            seen["plain"] = F.relu(x)  # (no mode: torch's kernel)
-        except Exception as exc:  # noqa: BLE001 - reported below
-            seen["error"] = exc
-        finally:
-            done.set()
+    def bystander(seen: dict) -> None:
+        mode = _Recording()
+        x = torch.tensor([-1.0, 2.0, -3.0, 4.0])
+        with mode:
+            seen["relu"] = F.relu(x)
+            seen["split"] = x.split(2)
+        seen["calls"] = mode.calls
+        seen["plain"] = F.relu(x)  # (no mode: torch's kernel)
 
-    t = threading.Thread(target=bystander)
-    t.start()
-    n = st.Dim("n", max=16)
-    ep = st.export(_Waits(started, done), (torch.randn(3, 4),), dynamic_shapes={"x": {0: n}})
-    t.join(timeout=300)
-    assert "error" not in seen, repr(seen.get("error"))
+    with while_exporting(bystander, started, done) as seen:
+        n = st.Dim("n", max=16)
+        ep = st.export(_Waits(started, done), (torch.randn(3, 4),), dynamic_shapes={"x": {0: n}})
     torch.testing.assert_close(seen["relu"], torch.tensor([0.0, 2.0, 0.0, 4.0]))
     torch.testing.assert_close(seen["plain"], torch.tensor([0.0, 2.0, 0.0, 4.0]))
     assert [len(p) for p in seen["split"]] == [2, 2]

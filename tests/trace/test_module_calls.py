@@ -13,7 +13,7 @@ from torch import nn
 from torch.nn.modules import module as nn_module
 
 import safetrace as st
-from tests.helpers import same_in_threads
+from tests.helpers import same_in_threads, while_exporting
 
 
 class _Waits(nn.Module):
@@ -39,34 +39,24 @@ def _stacks(ep: st.ExportedProgram) -> list:
 
 def test_no_global_hook_while_exporting_and_a_bystander_calls_the_same_submodule() -> None:
     started, done = threading.Event(), threading.Event()
-    seen: dict = {}
     torch.manual_seed(0)
     model = _Waits(started, done).eval()
     x = torch.randn(4, 3)
     want = model.lin(x)
 
-    def bystander() -> None:
-        assert started.wait(timeout=120)
-        try:
-            seen["hooks"] = (dict(nn_module._global_forward_pre_hooks),
-                             dict(nn_module._global_forward_hooks))
-            seen["lin"] = model.lin(x)  # (the module being exported, called here)
-            calls: list = []
-            h = model.out.register_forward_hook(lambda m, a, o: calls.append(o.shape))
-            seen["out"] = model.out(x)
-            h.remove()
-            seen["hooked"] = calls
-        except Exception as exc:  # noqa: BLE001 - reported below
-            seen["error"] = exc
-        finally:
-            done.set()
+    def bystander(seen: dict) -> None:
+        seen["hooks"] = (dict(nn_module._global_forward_pre_hooks),
+                         dict(nn_module._global_forward_hooks))
+        seen["lin"] = model.lin(x)  # (the module being exported, called here)
+        calls: list = []
+        h = model.out.register_forward_hook(lambda m, a, o: calls.append(o.shape))
+        seen["out"] = model.out(x)
+        h.remove()
+        seen["hooked"] = calls
 
-    t = threading.Thread(target=bystander)
-    t.start()
-    n = st.Dim("n", min=1, max=32)
-    ep = st.export(model, (x,), dynamic_shapes={"x": {0: n}})
-    t.join(timeout=300)
-    assert "error" not in seen, repr(seen.get("error"))
+    with while_exporting(bystander, started, done) as seen:
+        n = st.Dim("n", min=1, max=32)
+        ep = st.export(model, (x,), dynamic_shapes={"x": {0: n}})
     assert seen["hooks"] == ({}, {})  # (the export's module calls: no global hook)
     torch.testing.assert_close(seen["lin"], want)
     assert seen["hooked"] == [torch.Size([4, 2])]
