@@ -16,7 +16,8 @@ warning.
 ``symbolic_prims``: while at least one lowering runs, a call of one of those operators
 (ExecuTorch's ``EdgeOpOverload.__call__``) with a symbolic argument computes the Python
 function the operator stands for (``operator.le``, ``torch.sym_max``: ExecuTorch's own
-table) instead: a symbolic value, no guard.  Calls with plain numbers (and every other
+table) instead: a symbolic value, no guard; on the lowering's own thread only (another
+thread lowering at the same time with ExecuTorch's API keeps ExecuTorch's behaviour).  Calls with plain numbers (and every other
 operator) go to ExecuTorch's method as before; the ``.pte``'s C++ kernels are not involved.
 Installed under a lock, depth-counted, removed by the last lowering.
 """
@@ -32,6 +33,8 @@ import torch
 _SYMBOLIC = (torch.SymInt, torch.SymBool, torch.SymFloat)
 _LOCK = threading.Lock()
 _DEPTH = [0]
+_HERE = threading.local()  # (this thread's lowerings: another thread's own ExecuTorch
+# lowering, running while ours is, keeps ExecuTorch's behaviour)
 _SAVED: list[Any] = []
 
 
@@ -83,7 +86,8 @@ def _ite(b: Any, t: Any, f: Any) -> Any:
 def _symbolic_call(original: Any, table: dict[Any, Any]) -> Any:
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         fn = table.get(getattr(self, "_op", None))
-        if fn is not None and not kwargs and any(isinstance(a, _SYMBOLIC) for a in args):
+        if fn is not None and not kwargs and getattr(_HERE, "depth", 0) and \
+                any(isinstance(a, _SYMBOLIC) for a in args):
             out = fn(*args)
             if out is not NotImplemented:
                 return out
@@ -108,9 +112,11 @@ def symbolic_prims() -> Iterator[None]:
                 EdgeOpOverload.__call__ = _symbolic_call(original, table)
                 _SAVED.append((EdgeOpOverload, original))
         _DEPTH[0] += 1
+    _HERE.depth = getattr(_HERE, "depth", 0) + 1
     try:
         yield
     finally:
+        _HERE.depth -= 1
         with _LOCK:
             _DEPTH[0] -= 1
             if _DEPTH[0] == 0:

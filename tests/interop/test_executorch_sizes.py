@@ -123,6 +123,37 @@ def test_prims_are_put_back_after_lowering():
     assert EdgeOpOverload.__dict__["__call__"] is before
 
 
+
+def test_another_threads_executorch_lowering_keeps_executorchs_operators():
+    """While st.to_executorch lowers on one thread, ExecuTorch's scalar operators called on
+    another thread behave as ExecuTorch's (a comparison of a symbolic size: a plain bool,
+    its guard recorded), and symbolically on the lowering's own thread."""
+    import operator
+    import threading
+
+    from executorch.exir.passes.executorch_prim_ops_registry import (
+        _PYTHON_SYM_OPS_TO_EXECUTORCH_SYM_OPS as table)
+    from torch._dynamo.source import ConstantSource
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    from safetrace.interop.executorch_prims import symbolic_prims
+
+    le = table[operator.le]
+    env = ShapeEnv()
+    n = env.create_symintnode(env.create_symbol(5, source=ConstantSource("n")), hint=5)
+    seen: dict = {}
+
+    def other() -> None:
+        seen["other"] = le(n, 7)
+
+    with symbolic_prims():
+        seen["here"] = le(n, 7)
+        t = threading.Thread(target=other)
+        t.start()
+        t.join(timeout=60)
+    assert isinstance(seen["here"], torch.SymBool)
+    assert type(seen["other"]) is bool and seen["other"] is True
+
 class Roll(torch.nn.Module):
     def forward(self, z):
         return torch.roll(z, 1, 0)
