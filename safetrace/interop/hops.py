@@ -336,8 +336,9 @@ def int_oo() -> Any:
 
 
 def shape_env_of(args: Any) -> Any:
-    """The ShapeEnv of the fake values among `args` (None without one)."""
-    for leaf in torch.utils._pytree.tree_leaves(args):
+    """The ShapeEnv of the fake values among `args` (a flat list, or any pytree; None
+    without one)."""
+    for leaf in args if type(args) is list else torch.utils._pytree.tree_leaves(args):
         mode = getattr(leaf, "fake_mode", None)
         if mode is not None:
             return mode.shape_env

@@ -98,8 +98,8 @@ def with_guards(tep: Any, guards: list[str], quoted: bool = False) -> None:
             # (GuardOnDataDependentSymNode): the catalogue's refusal instead of torch's error
             refuse_cond_from_ours(self, "run_decompositions", exc)
             raise
-        if "_st_paths" in vars(self):
-            out._st_paths = self._st_paths
+        if "_st_names" in vars(self):
+            out._st_names = self._st_names
         # (the sizes torch's retrace pinned at the example: checked, or refused)
         with_guards(out, guards + guard_pins(self, out), quoted)
         return out

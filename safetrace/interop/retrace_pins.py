@@ -115,7 +115,8 @@ def guard_pins(tep: Any, out: Any) -> list[str]:
     if not found:
         return []
     told = _told(tep, found)
-    paths = vars(tep).get("_st_paths")
+    names = vars(tep).get("_st_names")  # (the paths made here, not in every conversion)
+    paths = leaf_paths(names, tep) if names is not None else None
     if paths is None or any(k >= len(paths) for k, *_ in found):  # (no path to check
         # them by: refused, never a silent narrowing)
         raise EI.retrace_pins(told, "run_decompositions")

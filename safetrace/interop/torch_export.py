@@ -46,7 +46,6 @@ from safetrace.interop.node_checks import (bind_unbacked, check_narrowing, same_
 from safetrace.interop.hierarchy import (Boundaries, arg_names, call_graph,
                                          stack_fqns)
 from safetrace.interop.input_guards import input_guards, with_guards
-from safetrace.interop.retrace_pins import leaf_paths
 from safetrace.interop.cond_merge import unaliased_outputs
 from safetrace.interop.quoted_guards import quoted_paths
 from safetrace.interop.sections import split_sections
@@ -215,7 +214,7 @@ class _Converter:
         quoted = self.memo.get("quoted")  # (the plan's: found once per program)
         if quoted is None:
             quoted = self.memo["quoted"] = quoted_paths(self.ep)
-        tep._st_paths = leaf_paths(arg_names(self.ep), tep)  # (retrace_pins' guards)
+        tep._st_names = arg_names(self.ep)  # (retrace_pins' guards name inputs by them)
         with_guards(tep, input_guards(self.ep, tep), quoted)
         return tep
 
