@@ -34,7 +34,7 @@ from safetrace.progress import task
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter import real_kernels
 from safetrace.exporter.snapshot import ModuleGuard, same_form
-from safetrace.exporter.lifting import as_given, lift_state, user_inputs
+from safetrace.exporter.lifting import given_shapes, lift_state, user_inputs
 from safetrace.exporter.replay import forward_of
 from safetrace.exporter.root_hooks import with_root_hooks
 from safetrace.trace.modules import module_stack
@@ -342,13 +342,15 @@ class Exporter:
         # lifted_tensor_<n> for one made in forward (interop)
         fqns = self.constant_fqns
         ep.constant_targets = {n: fqns.get(n) or fqns.get(tracer.constant_bases.get(n), n[2:])
-                               for n in constants}
-        ep.constant_aliases = {path: ep.constant_targets[n]
-                               for path, n in self.constant_aliases.items() if n in constants}
+                               for n in constants} if constants else {}
+        ep.constant_aliases = {path: ep.constant_targets[n] for path, n in
+                               self.constant_aliases.items() if n in constants} \
+            if constants and self.constant_aliases else {}  # (none: no comprehension)
         ep.retrace = functools.partial(
             export, prefer_deferred_runtime_asserts_over_guards=True) if self.defer else export
         # what the contract checks at run time beyond the declaration (the deferred asserts)
-        ep.deferred_checks = [p.text() for p in problems + self.dyn.deferred]
+        ep.deferred_checks = [p.text() for p in problems + self.dyn.deferred] \
+            if problems or self.dyn.deferred else []
         ep.defers_checks = bool(self.defer)
         ep.example_inputs = (args, kwargs)
         if real_kernels.requested():  # torch's fake_tensor_propagate_real_tensors
@@ -358,30 +360,30 @@ class Exporter:
             ep.graph_module.meta["custom"] = copy.deepcopy(self.model.meta["custom"])
         # size-oblivious size tests checked at run time: those answered as for a general
         # size, and all (with those answered the other way, splits.py's retraces)
-        ep.size_tests = tuple(str(s.cond) for s in self.env.settled
-                              if s.kind == "size test" and s.asserted)
-        ep.size_checks = tuple(str(s.cond) for s in self.env.settled
-                               if s.kind.startswith("size test") and s.asserted)
+        settled = self.env.settled  # (none settled, the usual case: no generator)
+        ep.size_tests = tuple(str(s.cond) for s in settled if s.kind == "size test" and
+                              s.asserted) if settled else ()
+        ep.size_checks = tuple(str(s.cond) for s in settled if s.kind.startswith(
+            "size test") and s.asserted) if settled else ()
         # a relation checked at run time that refuses sizes 0 or 1 eager computes at
-        ep.small_sides = [] if problems else small_sides(self.env, contract, self.dyn)
+        # (no condition: none of these has a relation or Dim to split on, no call)
+        ep.small_sides = [] if problems or not contract.conditions else small_sides(
+            self.env, contract, self.dyn)
         if ep.small_sides:  # (the next candidates, where a split at the first fails)
             ep.small_more = functools.partial(small_sides, self.env, contract, self.dyn)
-        ep.auto_places = auto_places(self.dyn, contract)  # (auto_small.py)
+        ep.auto_places = auto_places(self.dyn, contract) if self.dyn.decls else {}
         ep.auto_dims = bool(ep.auto_places)  # (auto_seen keys only such exports)
         ep.auto_relations = [] if problems else None  # (found when first read: relations)
         ep.auto_relations_of = functools.partial(auto_relations, self.env, contract,
                                                  ep.auto_places)
-        ep.relation_sides = [] if problems else relation_sides(
-            self.env, contract, self.dyn)  # (any other relation: relation_splits.py)
+        ep.relation_sides = [] if problems or not (contract.conditions or self.dyn.branched) \
+            else relation_sides(self.env, contract, self.dyn)  # (relation_splits.py)
         return ep
 
     def _contract(self, leaves: list, proxies: list, layout_queried: str | None,
                   strides_queried: bool = False) -> Contract:
         env = self.env
-        proxies = [as_given(p) for p in proxies]
-        shapes = [tuple(s if isinstance(s, int) else _const_or(env.simplify(s.expr))
-                        for s in p.st_meta.shape) if isinstance(p, Proxy) else None
-                  for p in proxies]
+        proxies, shapes = given_shapes(proxies, env)
         for i in self.scalars:  # an int declared dynamic: one "dim", its value
             shapes[i] = (proxies[i] if isinstance(proxies[i], int) else
                          _const_or(env.simplify(proxies[i].expr)),)

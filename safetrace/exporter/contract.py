@@ -494,7 +494,7 @@ def _static_key(leaves: list, shapes: list) -> tuple | None:
     all that a static contract is made of; else None."""
     key = []
     for (path, value), shape in zip(leaves, shapes):
-        if shape is None or not all(type(s) is int for s in shape):
+        if shape is None or not _INTS_ONLY(map(type, shape)):  # (in C: no generator)
             return None
         key.append((path, type(value), value.dtype, shape))
     return tuple(key)
@@ -512,6 +512,7 @@ def _static(size: int) -> InputDim:
 
 
 _STATIC: dict[int, InputDim] = {}
+_INTS_ONLY = frozenset((int,)).issuperset  # (whether an iterable of types holds int alone)
 
 
 def _why(env: Env, decl: Any, origin: Any) -> str | None:

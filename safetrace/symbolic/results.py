@@ -19,6 +19,9 @@ INF = math.inf
 def solution(self: Any) -> Solution:
     """Per-symbol fates and the residual guards (not captured by ranges/replacements)."""
     out = Solution()
+    if not (self._syms or self.guards or self.facts or self.requirements):
+        return out  # (a static trace: no symbol, nothing to keep; the passes below are
+        # four comprehensions and a concatenation of empty lists, ~6k instructions)
     for name, info in self._syms.items():
         v = self.subst.get(sym(name))
         if v is None:
