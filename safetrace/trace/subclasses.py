@@ -46,6 +46,7 @@ _COMPOSITE = "CompositeImplicitAutograd"
 # torch.export's node for reading a subclass's inner tensor (defined when torch is imported)
 ACCESS = torch.ops.export.access_subclass_inner_tensor.default
 _PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter, Proxy)
+_ALL_PLAIN = frozenset(_PLAIN_TYPES).issuperset  # (whether an iterable of types is all)
 
 
 def traceable(t: Any) -> bool:
@@ -106,6 +107,8 @@ def watch_state(tr: Any, tensors: dict[str, torch.Tensor], state: dict,
                 if tr.subclasses is None:
                     tr.subclasses = Subclasses()
                 tr.subclasses.inputs.append((path, type(x).__name__))
+    if _ALL_PLAIN(map(type, tensors.values())):  # (the usual state: one pass in C)
+        return
     for name, t in tensors.items():
         if t.__class__ in _PLAIN_TYPES:
             continue
