@@ -4,6 +4,7 @@ and the user's inputs, with their metas, wrapper proxies and input specs.  Metho
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -25,6 +26,10 @@ _META, _CPU = torch.device("meta"), torch.device("cpu")
 # an input's path -> pytree.placeholder_name of it (cached)
 _STATE_NAMES: dict[str, str] = {}
 _NEW = object.__new__
+# whether InputSpec's fields are the five written directly below, in that order (else its
+# constructor makes each spec)
+_DIRECT_SPECS = tuple(f.name for f in dataclasses.fields(InputSpec)) == (
+    "kind", "name", "target", "leaf", "persistent") and "__post_init__" not in vars(InputSpec)
 
 
 def lift_state(self: Any, guard: Any) -> None:
@@ -64,11 +69,13 @@ def lift_state(self: Any, guard: Any) -> None:
         own["val"], own["stack_trace"], own["kind"], own["target"] = p, "", kind, name
         state[id(t)] = node
         tensors[name] = t
-        # (InputSpec(kind, node.name, name, None, persistent), its fields set in the
-        # order its __init__ sets them: no Python __init__ called from C, ~0.7k less)
-        spec = _NEW(InputSpec)
-        spec.kind, spec.name, spec.target, spec.leaf, spec.persistent = \
-            kind, node.name, name, None, persistent
+        if _DIRECT_SPECS:  # (InputSpec(kind, node.name, name, None, persistent), its
+            # fields set in the order its __init__ sets them: no Python __init__ from C)
+            spec = _NEW(InputSpec)
+            spec.kind, spec.name, spec.target, spec.leaf, spec.persistent = \
+                kind, node.name, name, None, persistent
+        else:
+            spec = InputSpec(kind, node.name, name, None, persistent)
         add_spec(spec)
     self.state_aliases: dict[str, str] = {}
     if again:
@@ -133,9 +140,12 @@ def user_inputs(self: Any, leaves: list, specs: list, tracer: Any) -> list:
         else:
             node.meta["val"] = value
             proxies.append(value)
-        spec = _NEW(InputSpec)  # (InputSpec("user_input", node.name, None, i, True))
-        spec.kind, spec.name, spec.target, spec.leaf, spec.persistent = \
-            "user_input", node.name, None, i, True
+        if _DIRECT_SPECS:  # (InputSpec("user_input", node.name, None, i, True))
+            spec = _NEW(InputSpec)
+            spec.kind, spec.name, spec.target, spec.leaf, spec.persistent = \
+                "user_input", node.name, None, i, True
+        else:
+            spec = InputSpec("user_input", node.name, None, i, True)
         self.input_specs.append(spec)
     return proxies
 
@@ -166,7 +176,6 @@ def as_given(p: Any) -> Any:
     node = input_itself(p.st_node)
     given = node.meta.get("val") if node is not None else None
     return given if isinstance(given, Proxy) else p
-
 
 
 def given_shapes(proxies: list, env: Any) -> tuple[list, list]:
