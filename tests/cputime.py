@@ -1,7 +1,8 @@
 """CPU time per test, for finding what makes `make test` slow on a shared machine.
 
 Wall times (``--durations``) swing with the machine's load; CPU time (the process's and its
-reaped children's, so a test's subprocesses count) much less.  Opt-in plugin::
+reaped children's, so a test's subprocesses count, and the children tests/child.py forks)
+much less.  Opt-in plugin::
 
     CPUTIME_OUT=/tmp/cpu python -m pytest -n 2 tests -p tests.cputime
     python -m tests.cputime /tmp/cpu [N]     # per directory, file and test, the N largest
@@ -26,7 +27,9 @@ _out = None
 
 def _cpu() -> tuple[float, float]:
     me, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+    forked = sys.modules.get("tests.child")  # (children forked by its server, and the server)
+    return (me.ru_utime + me.ru_stime,
+            kids.ru_utime + kids.ru_stime + (forked.cpu_seconds if forked else 0.0))
 
 
 def _write(nodeid: str, own: float, child: float) -> None:
