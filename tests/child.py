@@ -62,8 +62,19 @@ def _start() -> subprocess.Popen:
                    PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
         _server = subprocess.Popen([sys.executable, "-m", "tests.child"], cwd=ROOT, env=env,
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        atexit.register(_server.stdin.close)
+        atexit.register(_stop, _server)
     return _server
+
+
+def _stop(server: subprocess.Popen) -> None:
+    """At the worker's exit: the server ends at the end of its input; wait for it (its CPU
+    time, its children's included, is then this process's RUSAGE_CHILDREN)."""
+    server.stdin.close()
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
 
 
 def run(argv: list[str], *, input: bytes | str | None = None, text: bool = False,
