@@ -19,6 +19,7 @@ import json
 import os
 import resource
 import sys
+import time
 
 import pytest
 
@@ -39,7 +40,8 @@ def _write(nodeid: str, own: float, child: float) -> None:
         os.makedirs(folder, exist_ok=True)
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         _out = open(os.path.join(folder, f"{worker}-{os.getpid()}.jsonl"), "a")
-    _out.write(json.dumps({"nodeid": nodeid, "self": own, "child": child}) + "\n")
+    _out.write(json.dumps({"nodeid": nodeid, "self": own, "child": child,
+                           "end": time.time()}) + "\n")
     _out.flush()
 
 
@@ -72,6 +74,26 @@ def report(folder: str, n: int = 30) -> None:
         print(f"--- {title}")
         for name, t in collections.Counter(table).most_common(n):
             print(f"{t:8.2f}  {name}")
+    _tail(folder)
+
+
+def _tail(folder: str) -> None:
+    """The end of the run: when each worker ran its last test, and what ran while the
+    other worker was done (the part of the wall time only one core worked)."""
+    ends = {}
+    for f in glob.glob(os.path.join(folder, "*.jsonl")):
+        rows = [json.loads(line) for line in open(f)]
+        rows = [r for r in rows if "end" in r and r["nodeid"] != "<collection>"]
+        if rows:
+            ends[os.path.basename(f)] = rows
+    if len(ends) < 2:
+        return
+    first_done = min(rows[-1]["end"] for rows in ends.values())
+    print("--- tail: each worker's last test ends (s after the first worker's last)")
+    for name, rows in sorted(ends.items()):
+        alone = [r for r in rows if r["end"] > first_done]
+        print(f"{rows[-1]['end'] - first_done:8.2f}  {name}: {len(alone)} tests after, "
+              + ", ".join(r["nodeid"] for r in alone[-3:]))
 
 
 if __name__ == "__main__":
