@@ -1,7 +1,8 @@
 """CPU time per test, for finding what makes `make test` slow on a shared machine.
 
 Wall times (``--durations``) swing with the machine's load; CPU time (the process's and its
-reaped children's, so a test's subprocesses count) much less.  Opt-in plugin::
+reaped children's, so a test's subprocesses count, and the children tests/child.py forks)
+much less.  Opt-in plugin::
 
     CPUTIME_OUT=/tmp/cpu python -m pytest -n 2 tests -p tests.cputime
     python -m tests.cputime /tmp/cpu [N]     # per directory, file and test, the N largest
@@ -18,6 +19,7 @@ import json
 import os
 import resource
 import sys
+import time
 
 import pytest
 
@@ -26,7 +28,9 @@ _out = None
 
 def _cpu() -> tuple[float, float]:
     me, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+    forked = sys.modules.get("tests.child")  # (children forked by its server, and the server)
+    return (me.ru_utime + me.ru_stime,
+            kids.ru_utime + kids.ru_stime + (forked.cpu_seconds if forked else 0.0))
 
 
 def _write(nodeid: str, own: float, child: float) -> None:
@@ -36,7 +40,8 @@ def _write(nodeid: str, own: float, child: float) -> None:
         os.makedirs(folder, exist_ok=True)
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         _out = open(os.path.join(folder, f"{worker}-{os.getpid()}.jsonl"), "a")
-    _out.write(json.dumps({"nodeid": nodeid, "self": own, "child": child}) + "\n")
+    _out.write(json.dumps({"nodeid": nodeid, "self": own, "child": child,
+                           "end": time.time()}) + "\n")
     _out.flush()
 
 
@@ -69,6 +74,26 @@ def report(folder: str, n: int = 30) -> None:
         print(f"--- {title}")
         for name, t in collections.Counter(table).most_common(n):
             print(f"{t:8.2f}  {name}")
+    _tail(folder)
+
+
+def _tail(folder: str) -> None:
+    """The end of the run: when each worker ran its last test, and what ran while the
+    other worker was done (the part of the wall time only one core worked)."""
+    ends = {}
+    for f in glob.glob(os.path.join(folder, "*.jsonl")):
+        rows = [json.loads(line) for line in open(f)]
+        rows = [r for r in rows if "end" in r and r["nodeid"] != "<collection>"]
+        if rows:
+            ends[os.path.basename(f)] = rows
+    if len(ends) < 2:
+        return
+    first_done = min(rows[-1]["end"] for rows in ends.values())
+    print("--- tail: each worker's last test ends (s after the first worker's last)")
+    for name, rows in sorted(ends.items()):
+        alone = [r for r in rows if r["end"] > first_done]
+        print(f"{rows[-1]['end'] - first_done:8.2f}  {name}: {len(alone)} tests after, "
+              + ", ".join(r["nodeid"] for r in alone[-3:]))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 import pathlib
 
+from tests import sources
+
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "safetrace"
 
 # (module, attribute): why the write cannot change a replayed answer
@@ -87,7 +89,7 @@ def test_every_env_write_outside_symbolic_is_known():
         rel = path.relative_to(ROOT).as_posix()
         if rel.startswith("symbolic/"):
             continue
-        for attr in _writes(ast.parse(path.read_text(), str(path))):
+        for attr in _writes(sources.tree(path)):  # (parsed once per process)
             seen.add((rel, attr))
     new = sorted(seen - set(KNOWN))
     assert not new, (

@@ -238,9 +238,9 @@ def test_first_conversions_of_a_process_in_threads() -> None:
     gets its program, none torch's ``already in dispatch cache`` error of another
     thread's lookup (before the lock 4 of 4 processes failed, in rounds 0 and 1: 6 rounds
     are run)."""
-    import subprocess
-    import sys
+    from tests import child
 
-    done = subprocess.run([sys.executable, "-c", _FIRST_CONVERSIONS], capture_output=True,
-                          text=True, timeout=600)
+    # (forked from a process that imported torch and safetrace's package face only: no
+    # conversion, no torch.export nor dynamo there yet)
+    done = child.run(["-c", _FIRST_CONVERSIONS], text=True, timeout=600)
     assert done.returncode == 0 and "converted" in done.stdout, done.stderr[-3000:]

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests import child
 from tests.serialize import hostile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,8 +26,8 @@ BATCHES = [["operators", "arguments", "names", "paths", "budgets", "crashes", "c
 def _run(categories: list[str]) -> list[dict]:
     env = dict(os.environ, MALLOC_ARENA_MAX="2", OMP_NUM_THREADS="1",
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    out = subprocess.run([sys.executable, "-m", "tests.serialize.hostile_runner", *categories],
-                         capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+    out = child.run(["-m", "tests.serialize.hostile_runner", *categories], text=True,
+                    timeout=600, cwd=ROOT, env=env)  # (forked from a process that imported torch)
     assert out.returncode == 0, out.stderr[-3000:]
     return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -21,6 +19,7 @@ import torch.nn.functional as F
 
 import safetrace as st
 from safetrace.errors import InputMismatchError, RuntimeAssertionError
+from tests import child
 from tests.serialize.hostile_static import pack, parts
 from tests.serialize import surgery
 
@@ -67,8 +66,8 @@ def test_tiny_scale_of_a_uint8_tensor_does_not_crash_the_process():
             "    ep.module()(torch.zeros(1, 3, 5, 7, dtype=torch.uint8))\n"
             "except st.errors.RuntimeAssertionError as e:\n"
             "    print('refused', e)\n")
-    out = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True,
-                         env=dict(os.environ, PYTHONPATH=ROOT), timeout=300)
+    out = child.run(["-c", code], input=blob, env=dict(os.environ, PYTHONPATH=ROOT),
+                    timeout=300)  # (forked from a process that imported torch)
     assert out.returncode == 0, out.stderr[-500:]
     assert b"refused" in out.stdout
 

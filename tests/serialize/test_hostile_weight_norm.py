@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import os
 import subprocess
-import sys
 import warnings
 
 import pytest
@@ -22,6 +21,7 @@ import torch
 
 import safetrace as st
 from safetrace.errors import InputMismatchError
+from tests import child
 from tests.serialize.hostile_static import pack, parts, saved_abs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -43,6 +43,7 @@ def _hostile(g_shape: list, dim: int = 0) -> bytes:
 
 
 def _call_in_child(blob: bytes) -> subprocess.CompletedProcess:
+    """(A process forked from one that imported torch: tests/child.py.)"""
     code = ("import io, sys, torch, safetrace as st\n"
             "ep = st.load(io.BytesIO(sys.stdin.buffer.read()))\n"
             "try:\n"
@@ -50,8 +51,8 @@ def _call_in_child(blob: bytes) -> subprocess.CompletedProcess:
             "    print('ran')\n"
             "except st.errors.RuntimeAssertionError as e:\n"
             "    print('refused', e)\n")
-    return subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True,
-                          env=dict(os.environ, PYTHONPATH=ROOT), timeout=300)
+    return child.run(["-c", code], input=blob, env=dict(os.environ, PYTHONPATH=ROOT),
+                     timeout=300)
 
 
 @pytest.mark.parametrize("g_shape,dim", [([1], 0), ([1, 1], 0), ([2], 1)])

@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import os
 import resource
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests import child
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -281,17 +282,15 @@ SCRIPT = textwrap.dedent(r'''
 ''')
 
 
-def _limits() -> None:
-    resource.setrlimit(resource.RLIMIT_CPU, (120, 120))
+_LIMITS = ((resource.RLIMIT_CPU, (120, 120)),)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="read leases are Linux's")
 def test_leased_weights_never_change_under_the_program(tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS="1",
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    out = subprocess.run([sys.executable, "-W", "ignore::DeprecationWarning", "-c", SCRIPT,
-                          str(tmp_path)], capture_output=True, text=True, timeout=600,
-                         cwd=ROOT, env=env, preexec_fn=_limits)
+    out = child.run(["-c", SCRIPT, str(tmp_path)], text=True, timeout=600, cwd=ROOT, env=env,
+                    limits=_LIMITS, warnings=("ignore::DeprecationWarning",))  # (a fork)
     done = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     last = done[-1]["scenario"] if done else "the start"
     assert out.returncode == 0, (f"died after {last} (status {out.returncode})\n"

@@ -1,14 +1,14 @@
 """A pytree spec's class is looked up among what its module defines, never through a
 module's ``__getattr__``: a file naming ``torch:_dynamo.OptimizedModule`` made ``st.load``
 import ``torch._dynamo`` (torch's lazy ``__getattr__``: some 800 modules and 1.5 s, chosen
-by the file) before refusing it (session 31).  Checked in a fresh process, where nothing
-imported them yet."""
+by the file) before refusing it (session 31).  Checked in another process, where nothing
+imported them yet (forked from one that imported torch and safetrace's face: tests/child.py)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
+
+from tests import child
 
 _SCRIPT = textwrap.dedent("""
     import io, json, sys
@@ -46,8 +46,8 @@ _NAMES = ["torch:_dynamo.OptimizedModule", "torch:_dynamo.config", "torch:_induc
 def test_spec_class_never_imports_a_module():
     import json
 
-    out = subprocess.run([sys.executable, "-c", _SCRIPT,
-                          json.dumps([[k, n] for n in _NAMES for k in ("type", "namedtuple")])],
-                         capture_output=True, text=True, timeout=300)
+    out = child.run(["-c", _SCRIPT,
+                     json.dumps([[k, n] for n in _NAMES for k in ("type", "namedtuple")])],
+                    text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []

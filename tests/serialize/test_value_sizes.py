@@ -7,14 +7,13 @@ from __future__ import annotations
 import copy
 import io
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
 import safetrace as st
 from safetrace.serialize import requirements, value_sizes, work
+from tests import child
 from tests.serialize.hostile_static import pack, parts, without_values
 from tests.serialize.hostile import refused_at_load_or_call
 from tests.serialize import surgery
@@ -145,9 +144,8 @@ def test_inflated_files_are_refused_at_call_within_a_gigabyte(tmp_path):
         p.write_bytes(_inflated(_blob(kind)))
         paths.append(str(p))
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    out = subprocess.run([sys.executable, "-c", _CHILD, *paths], capture_output=True,
-                         text=True, timeout=300, cwd=root,
-                         env={**os.environ, "PYTHONPATH": root})
+    out = child.run(["-c", _CHILD, *paths], text=True, timeout=300, cwd=root,
+                    env={**os.environ, "PYTHONPATH": root})  # (tests/child.py: a fork)
     assert out.returncode == 0, out.stderr[-2000:]
     lines = dict(line.split(" ", 1) for line in out.stdout.strip().splitlines())
     for p in paths:
