@@ -5,8 +5,8 @@ Run: python benchmarks/fuzz.py --minutes N | --programs P [--seed S] [--inputs K
 [--base] [--kinds raising,vmapping]  (by default the statement kinds of grammar.py, grammar_long.py,
 grammar_layout.py, grammar_ops.py, grammar_reach.py, grammar_cross.py, grammar_sweep.py and
 grammar_model.py, grammar_values.py, grammar_mixed.py, grammar_gaps.py, grammar_typed.py and
-grammar_promote.py; --kinds ops / reach / cross / sweep / model / values / mixed / gaps / typed /
-promote:
+grammar_promote.py, grammar_outside.py; --kinds ops / reach / cross / sweep / model / values /
+mixed / gaps / typed / promote / outside:
 that module's only; --reach: the rule families the run's
 traces reached; inputs taken as forward's
 positional, keyword-only, nested-dict or list parameters, results returned as a tuple or
@@ -58,6 +58,7 @@ from tests.fuzz.hop_oracle import install as install_hop_oracle  # noqa: E402
 from tests.fuzz.grammar_mixed import MIXED_KINDS  # noqa: E402
 from tests.fuzz.grammar_model import MODEL_KINDS  # noqa: E402
 from tests.fuzz.grammar_ops import OPS_KINDS  # noqa: E402
+from tests.fuzz.grammar_outside import OUTSIDE_KINDS  # noqa: E402
 from tests.fuzz.grammar_promote import PROMOTE_KINDS  # noqa: E402
 from tests.fuzz.grammar_reach import REACH_KINDS  # noqa: E402
 from tests.fuzz.grammar_values import VALUE_KINDS  # noqa: E402
@@ -114,7 +115,7 @@ def main() -> None:
                                                   **SWEEP_KINDS, **MODEL_KINDS,
                                                   **VALUE_KINDS, **MIXED_KINDS,
                                                   **GAP_KINDS, **TYPED_KINDS,
-                                                  **PROMOTE_KINDS}
+                                                  **PROMOTE_KINDS, **OUTSIDE_KINDS}
     if opts.kinds == "ops":
         table = dict(OPS_KINDS)
     elif opts.kinds == "reach":
@@ -135,6 +136,8 @@ def main() -> None:
         table = dict(TYPED_KINDS)
     elif opts.kinds == "promote":
         table = dict(PROMOTE_KINDS)
+    elif opts.kinds == "outside":
+        table = dict(OUTSIDE_KINDS)
     elif opts.kinds:
         table = {k: table[k] for k in opts.kinds.split(",")}
     torch.set_num_threads(1)
