@@ -59,6 +59,10 @@ def _required(cond: Any, words: str) -> bool:
     if not free or not all(env.symbols[n].backed for n in free) or \
             env.decide(cond.expr) is not None:
         return False
+    if env.precondition_probe is not None and not env.precondition_probe(True, True,
+                                                                         cond.expr):
+        return False  # (inside a `try` of the program's code: where it fails eager computes
+    # the `except` side, a branch: ``check``'s guard, whose refusal says so)
     where = env.origin_provider() if env.origin_provider is not None else None
     trace = where if isinstance(where, str) else ""
     env.require(cond.expr, f"{trace}{_MARK}{words}", precondition=True)

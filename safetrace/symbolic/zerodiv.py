@@ -24,4 +24,11 @@ def nonzero_divisor(env: Env, d: Expr) -> None:
         return
     if D.hint_value(env, d) == 0 and env.evaluate(compare("eq", d, const(0))):
         raise ZeroDivisionError("integer division or modulo by zero")
+    probe = env.precondition_probe
+    if probe is not None and not probe(True, True, d):
+        # (inside a ``try`` of the program's code: where d is 0 eager computes the
+        # ``except`` side, so ``d != 0`` is a branch the program was traced for, not a
+        # requirement; a guard, which a split can trace the other side of)
+        env.evaluate(compare("ne", d, const(0)))
+        return
     env.require(compare("ne", d, const(0)), env._origin(None), precondition=True)

@@ -303,7 +303,9 @@ def hopsize(rng, env, v):
                        "t.cumsum(0) / max(t.shape[0], 1)"])
     return rng.choice([
         f"{v} = torch.cond({pred}, lambda t: t * 2, lambda t: {same}, ({a},))",
-        f"{v} = torch.cond({pred}, lambda t: t.sum(0, keepdim=True).expand_as(t).contiguous(), "
+        # (not ``t.sum(0, keepdim=True).expand_as(t)``: eager's torch.cond, compiled by
+        # dynamo, fails on it at t.shape[0] == 0, "expected b_val == 0 when a_val == 0")
+        f"{v} = torch.cond({pred}, lambda t: t.cumsum(0) + t.shape[0], "
         f"lambda t: {same}, ({a},))",
         f"{v} = {HOP}.while_loop(lambda i, t: i < min(t.shape[0], 4), "
         f"lambda i, t: (i + 1, t + t.shape[-1]), (torch.tensor(0), {a}))[1]",

@@ -1,0 +1,101 @@
+"""A division by a size that can be 0 inside the program's own ``try``/``except`` (session
+38, fuzz ``--kinds promote`` negdiv, ``outside`` pyflow): where the divisor is 0 eager
+computes the ``except`` side, so the condition ``d != 0`` is a branch, not a requirement.
+
+Before: with the divisor one Dim's (``n - 2``), Python's ``//`` of sizes failed the export
+(the split tracing the ``except`` side at n == 2 crashed comparing the sides: ``2 // 0``
+while substituting), and an integer tensor's ``%`` refused n == 2 saying "Eager raises for
+these inputs too", which it does not.  Now the export splits at n == 2 and computes eager's
+``except`` side there; with the divisor a relation of two Dims the refusal says eager
+computes the other side."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import safetrace as st
+from safetrace import Dim
+
+
+def _python_size(x):
+    try:
+        v = x - x.shape[0] // (x.shape[0] - 2)
+    except ZeroDivisionError:
+        v = x * 0
+    return v
+
+
+def _int_tensor(x):
+    y = x.long()
+    try:
+        v = y % (x.shape[0] - 2)
+    except RuntimeError:
+        v = y * 0 - 1
+    return v
+
+
+@pytest.mark.parametrize("f", [_python_size, _int_tensor])
+def test_a_caught_division_by_one_dims_size_splits(f, tmp_path):
+    ep = st.export(f, (torch.randn(4) * 5,), dynamic_shapes=({0: Dim("n", max=64)},))
+    st.save(ep, tmp_path / "p.pt2")
+    progs = [ep.module(), st.load(tmp_path / "p.pt2").module()]
+    for n in (0, 1, 2, 3, 5, 64):
+        x = torch.randn(n) * 5
+        for prog in progs:
+            torch.testing.assert_close(prog(x), f(x))
+    for prog in progs:   # out of the declared space
+        with pytest.raises(st.InputMismatchError):
+            prog(torch.randn(65))
+        with pytest.raises(st.InputMismatchError):
+            prog(torch.randn(2, 2))
+
+
+def _relation(x, z):
+    y = x.long()
+    try:
+        v = y % (x.shape[0] - z.shape[0])
+    except RuntimeError:
+        v = y * 0
+    return v
+
+
+def _python_relation(x, z):
+    try:
+        v = x - x.shape[0] // (x.shape[0] - z.shape[0])
+    except ZeroDivisionError:
+        v = x * 0
+    return v
+
+
+def _other_rank(x, z):
+    try:
+        v = x - x.shape[0] // (x.shape[0] - z.shape[0])
+    except ZeroDivisionError:
+        v = x.sum() * 0   # (another rank: no one program holds both sides)
+    return v
+
+
+@pytest.mark.parametrize("f", [_relation, _python_relation])
+def test_a_caught_division_by_a_relation_splits(f):
+    """Divided by ``a - b``: split on the relation, eager's result at a == b too (refused
+    before, saying "Eager raises for these inputs too")."""
+    ep = st.export(f, (torch.randn(4) * 5, torch.ones(2)),
+                   dynamic_shapes=({0: Dim("a")}, {0: Dim("b")}))
+    for a, b in [(0, 3), (1, 0), (5, 2), (3, 3), (0, 0), (1, 1), (2, 7)]:
+        x, z = torch.randn(a) * 5, torch.ones(b)
+        torch.testing.assert_close(ep.module()(x, z), f(x, z))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(2, 2), torch.ones(2))
+
+
+def test_a_caught_division_whose_except_side_has_another_rank_is_refused_truthfully():
+    ep = st.export(_other_rank, (torch.randn(4), torch.ones(2)),
+                   dynamic_shapes=({0: Dim("a")}, {0: Dim("b")}))
+    for a, b in [(0, 3), (1, 0), (5, 2), (3, 3), (1, 1)]:
+        x, z = torch.randn(a), torch.ones(b)
+        if a == b:
+            with pytest.raises(st.InputMismatchError, match="Eager does not raise here"):
+                ep.module()(x, z)
+            continue
+        torch.testing.assert_close(ep.module()(x, z), _other_rank(x, z))
