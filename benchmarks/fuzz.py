@@ -107,6 +107,10 @@ def main() -> None:
                          "a loop over an outer product's rows); 0: no limit")
     ap.add_argument("--state", action="store_true",
                     help="grammar_state's stateful programs called in sequence")
+    ap.add_argument("--per-kind", action="store_true",
+                    help="one run per statement kind of the table (each its own --programs "
+                         "/ --minutes, programs of that kind's statements only): a line each, "
+                         "and the key of each finding class")
     opts = ap.parse_args()
     if opts.state:
         return state_run(opts)
@@ -141,6 +145,8 @@ def main() -> None:
     elif opts.kinds:
         table = {k: table[k] for k in opts.kinds.split(",")}
     torch.set_num_threads(1)
+    if opts.per_kind:
+        return per_kind(opts, table)
     asked = _count_rules() if opts.reach else None
     if not opts.base:   # the oracle's while_loop and scan (torch's compile each call: ~1 s);
         install_hop_oracle()   # st.export still traces the operators (tests/fuzz/hop_oracle.py)
@@ -173,6 +179,19 @@ def main() -> None:
         for (kind, tags), fs in bad[:opts.show]:
             print(f"\n=== {kind} {'+'.join(tags)} ({len(fs)} shrunk)")
             print(min(fs, key=lambda f: len(f.program.source())).report())
+
+
+def per_kind(opts, table: dict) -> None:
+    """``--per-kind``: each kind of `table` alone, its stats line and its findings' keys."""
+    install_hop_oracle()
+    for kind, gen in table.items():
+        stats = fuzz(seed=opts.seed, n_inputs=opts.inputs, **_limit(opts),
+                     torch_export_p=0.0, kinds={kind: gen}, layouts=LAYOUTS, outs=OUTS,
+                     to_torch_p=opts.to_torch, dtypes=() if opts.float_inputs else DTYPES,
+                     program_seconds=opts.program_seconds or None)
+        print(f"[{kind} seed {opts.seed}] {stats.line()}", flush=True)
+        for key in sorted({f.key() for f in stats.findings}):
+            print(f"    {key}", flush=True)
 
 
 def _count_rules() -> set:
