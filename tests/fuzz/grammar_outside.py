@@ -7,6 +7,10 @@ combinations (session 38):
               boolean masks over leading dims, ``index_put_`` (accumulate or not, a
               broadcast value), ``scatter`` / ``scatter_add`` / ``scatter_reduce`` /
               ``gather`` / ``take_along_dim`` / ``take`` with index ranges from sizes
+  oobidx      indices made from another input's sizes that leave the range at some sizes
+              (eager raises IndexError: the program must too, never clamp), non-adjacent
+              advanced indices, masks over inner dims, int32 and 0-d index tensors, writes
+              through them, ``topk`` / ``kthvalue`` with k past the size
   emptyred    reductions with ``keepdim`` and negative dims over dims that can be 0:
               ``amax`` / ``argmax`` / ``max(d)`` / ``median(d)`` / ``kthvalue`` raise like
               eager there, ``sum`` / ``prod`` / ``logsumexp`` / ``any`` / ``all`` give their
@@ -93,6 +97,48 @@ def advidx(rng, env, v):
                   f"'{rng.choice(['amax', 'amin', 'mean', 'prod', 'sum'])}', "
                   f"include_self={rng.random() < 0.5})",
                   f"{v} = {a}[{a}.flatten(1).sum(1) > 0, :1]"]
+    return rng.choice(forms)
+
+
+def oobidx(rng, env, v):
+    """Indices made from another input's sizes, out of range at some sizes (eager raises
+    IndexError / RuntimeError there: the program must too, never clamp or wrap), non-
+    adjacent advanced indices (their dims go first), masks over inner dims, int32 and 0-d
+    index tensors, writes through such indices."""
+    a, b = _two(rng, env, floating=True)
+    if a is None:
+        return None
+    t = env[a]
+    m, _ = _bsize(rng, env, b)
+    n = f"{a}.shape[0]"
+    d = rng.randrange(t.ndim)
+    sd = f"{a}.shape[{d}]"
+    idx = rng.choice([f"torch.arange({m})", f"torch.tensor([{m} - 1])", f"torch.tensor({m})",
+                      f"torch.arange({m}, dtype=torch.int32)", f"-torch.arange({m}) - 1",
+                      f"torch.tensor([0, {m} - 1, {sd} - 1])"])
+    idx = f"({idx})"
+    pre = ":, " * d
+    forms = [f"{v} = {a}[{pre}{idx}]", f"{v} = {a}.index_select({d}, {idx}.long().flatten())",
+             f"{v} = {a}.flatten().take({idx}.long())",
+             f"{v} = {a}.clone()\n{v}[{pre}{idx}] = -2.0",
+             f"{v} = {a}.clone()\n{v}.index_put_(({idx}.long(),), torch.tensor(1.5), "
+             f"accumulate=True)",
+             f"{v} = {a}.clone()\n{v}.index_fill_({d}, {idx}.long().flatten(), 0.25)",
+             f"{v} = {a}.clone()\n{v}.index_add_({d}, {idx}.long().flatten() % max({sd}, 1), "
+             f"{a}.narrow({d}, 0, 1).expand(*[{idx}.numel() if i == {d} else s for i, s in "
+             f"enumerate({a}.shape)]))" if t.shape[d] else f"{v} = {a} * 1",
+             f"{v} = {a}.topk(min({m}, {sd} + 1), {d}).values",
+             f"{v} = {a}.kthvalue(max({m}, 1), {d}).values"]
+    if t.ndim >= 2:
+        forms += [f"{v} = {a}[torch.arange({n}), ..., torch.arange({n}) % max({a}.shape[-1], 1)]",
+                  f"{v} = {a}[:, {a}.sum(0).flatten(1).sum(-1) > 0]"
+                  if t.ndim == 2 else f"{v} = {a}[:, {a}[0] > 0]",
+                  f"{v} = {a}.clone()\n{v}[:, {a}[0] > 0] = {m} * 1.0",
+                  f"{v} = {a}[{idx}.long() % max({n}, 1), :, None]" if t.shape[0] else
+                  f"{v} = {a}[:, None]",
+                  f"{v} = {a}.gather(1, torch.zeros_like({a}, dtype=torch.long) + ({m} - 1))",
+                  f"{v} = {a}.clone()\n{v}.scatter_(1, torch.zeros_like({a}, dtype=torch.long)"
+                  f" + ({m} - 1), 7.0)"]
     return rng.choice(forms)
 
 
@@ -314,5 +360,5 @@ def hopsize(rng, env, v):
     ])
 
 
-OUTSIDE_KINDS = {f.__name__: f for f in (advidx, emptyred, sortk, viewwrite, wheres, rinter,
+OUTSIDE_KINDS = {f.__name__: f for f in (advidx, oobidx, emptyred, sortk, viewwrite, wheres, rinter,
                                          dtypes, pyflow, hopsize)}
