@@ -15,20 +15,23 @@ def nonzero_divisor(env: Env, d: Expr) -> None:
     time, a requirement (eager raises there; code that catches it, ``try: n // (a - b)``,
     computes another branch, which the program does not hold: it refuses those sizes
     instead of raising ZeroDivisionError from the graph's size arithmetic)."""
-    if not d.free_symbols <= env.hints.keys():
-        return  # (a data-dependent divisor: the graph computes it, as torch's does)
     if env.subgraph_probe is not None and env.subgraph_probe():
         return  # (a torch.cond branch or a loop body: it may run only where d != 0)
     r = D.bounds_of(env, d)
     if r.lo > 0 or r.hi < 0:
         return
+    probe = env.precondition_probe
+    # (inside a ``try`` of the program's code: where d is 0 eager computes the ``except``
+    # side, so ``d != 0`` is a branch the program was traced for, not a requirement; a
+    # guard, which a split can trace the other side of)
+    caught = probe is not None and not probe(True, True, d)
+    if not d.free_symbols <= env.hints.keys():
+        if caught:  # (a size read from data: the graph would raise ZeroDivisionError
+            env.evaluate(compare("ne", d, const(0)))  # where eager computes: a decision
+        return  # (uncaught: the graph computes it and raises as eager, as torch's does)
     if D.hint_value(env, d) == 0 and env.evaluate(compare("eq", d, const(0))):
         raise ZeroDivisionError("integer division or modulo by zero")
-    probe = env.precondition_probe
-    if probe is not None and not probe(True, True, d):
-        # (inside a ``try`` of the program's code: where d is 0 eager computes the
-        # ``except`` side, so ``d != 0`` is a branch the program was traced for, not a
-        # requirement; a guard, which a split can trace the other side of)
+    if caught:
         env.evaluate(compare("ne", d, const(0)))
         return
     env.require(compare("ne", d, const(0)), env._origin(None), precondition=True)

@@ -99,3 +99,42 @@ def test_a_caught_division_whose_except_side_has_another_rank_is_refused_truthfu
                 ep.module()(x, z)
             continue
         torch.testing.assert_close(ep.module()(x, z), _other_rank(x, z))
+
+
+# fuzz ``--kinds outside`` seed 12 (pyflow's try with sortk's topk of a repeat_interleave):
+# a divisor read from data inside the program's ``try`` (``10 // v.shape[-1]`` of a
+# ``repeat_interleave`` by data) was left to the graph, which raised ZeroDivisionError from
+# its size arithmetic (a crash after the checks) where eager, catching it, computes.  Now
+# ``d != 0`` is a decision on data: here split on (a torch.cond on ``u0 != 0``, the except
+# side traced too); where no split is made, answered as for every size >= 2 with a run-time
+# assertion naming the line (a refusal, no crash).
+def _data_caught(y):
+    v = y.flatten().repeat_interleave(torch.arange(y.numel()) % 2)
+    try:
+        w = torch.ones(2) * (10 // v.shape[-1])
+    except ZeroDivisionError:
+        w = torch.zeros(2)
+    return v, w
+
+
+def _data_uncaught(y):
+    v = y.flatten().repeat_interleave(torch.arange(y.numel()) % 2)
+    return v, torch.ones(2) * (10 // v.shape[-1])
+
+
+def test_a_caught_division_by_a_size_read_from_data_computes_the_except_side():
+    spec = ({0: Dim("a"), 1: Dim("b")},)
+    caught = st.export(_data_caught, (torch.randn(6, 5),), dynamic_shapes=spec)
+    plain = st.export(_data_uncaught, (torch.randn(6, 5),), dynamic_shapes=spec)
+    for n, m in [(1, 2), (2, 3), (5, 4), (0, 2), (1, 1), (3, 0)]:
+        y = torch.randn(n, m)
+        for g, w in zip(caught.module()(y), _data_caught(y), strict=True):
+            torch.testing.assert_close(g, w)
+        if n * m < 2:   # no element repeated: the divisor is 0, eager raises uncaught
+            with pytest.raises(ZeroDivisionError):
+                plain.module()(y)
+            continue
+        for g, w in zip(plain.module()(y), _data_uncaught(y), strict=True):
+            torch.testing.assert_close(g, w)
+    with pytest.raises(st.InputMismatchError):
+        caught.module()(torch.randn(2))
