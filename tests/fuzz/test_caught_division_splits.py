@@ -138,3 +138,37 @@ def test_a_caught_division_by_a_size_read_from_data_computes_the_except_side():
             torch.testing.assert_close(g, w)
     with pytest.raises(st.InputMismatchError):
         caught.module()(torch.randn(2))
+
+
+# Where the split on a caught division cannot make one program (the except side returns
+# another rank), the export is made again with the division's condition as a run-time
+# check (symbolic/zerodiv.with_caught_fallback), as before session 38, and the refusal now
+# says that eager computes there: it said "Eager raises for these inputs too".
+def _kernel_other_rank(x):
+    try:
+        v = torch.fmod(torch.arange(-x.shape[0], 3), x.shape[0] - x.shape[-1])
+    except RuntimeError:
+        v = x.sum() * 0
+    return v
+
+
+def _python_other_rank(x):
+    try:
+        v = x - x.shape[0] // (x.shape[0] - 2)
+    except ZeroDivisionError:
+        v = x.sum() * 0
+    return v
+
+
+@pytest.mark.parametrize("f, spec, at", [
+    (_kernel_other_rank, ({0: Dim("n", min=1, max=16)},), (3, 3)),
+    (_python_other_rank, ({0: Dim.DYNAMIC},), (2,)),
+    (_python_other_rank, ({0: Dim.AUTO},), (2,))])
+def test_a_caught_division_no_split_joins_is_a_truthful_check(f, spec, at):
+    example = torch.randn(5, 3) if f is _kernel_other_rank else torch.randn(5)
+    ep = st.export(f, (example,), dynamic_shapes=spec)
+    with pytest.raises(st.InputMismatchError, match="Eager does not raise here"):
+        ep.module()(torch.randn(*at))
+    for n in (1, 4, 7) if f is _kernel_other_rank else (0, 1, 4, 7):
+        x = torch.randn(n, 3) if f is _kernel_other_rank else torch.randn(n)
+        torch.testing.assert_close(ep.module()(x), f(x))
