@@ -5,8 +5,8 @@ Run: python benchmarks/fuzz.py --minutes N | --programs P [--seed S] [--inputs K
 [--base] [--kinds raising,vmapping]  (by default the statement kinds of grammar.py, grammar_long.py,
 grammar_layout.py, grammar_ops.py, grammar_reach.py, grammar_cross.py, grammar_sweep.py and
 grammar_model.py, grammar_values.py, grammar_mixed.py, grammar_gaps.py, grammar_typed.py and
-grammar_promote.py; --kinds ops / reach / cross / sweep / model / values / mixed / gaps / typed /
-promote:
+grammar_promote.py, grammar_outside.py; --kinds ops / reach / cross / sweep / model / values /
+mixed / gaps / typed / promote / outside:
 that module's only; --reach: the rule families the run's
 traces reached; inputs taken as forward's
 positional, keyword-only, nested-dict or list parameters, results returned as a tuple or
@@ -58,6 +58,7 @@ from tests.fuzz.hop_oracle import install as install_hop_oracle  # noqa: E402
 from tests.fuzz.grammar_mixed import MIXED_KINDS  # noqa: E402
 from tests.fuzz.grammar_model import MODEL_KINDS  # noqa: E402
 from tests.fuzz.grammar_ops import OPS_KINDS  # noqa: E402
+from tests.fuzz.grammar_outside import OUTSIDE_KINDS  # noqa: E402
 from tests.fuzz.grammar_promote import PROMOTE_KINDS  # noqa: E402
 from tests.fuzz.grammar_reach import REACH_KINDS  # noqa: E402
 from tests.fuzz.grammar_values import VALUE_KINDS  # noqa: E402
@@ -106,6 +107,10 @@ def main() -> None:
                          "a loop over an outer product's rows); 0: no limit")
     ap.add_argument("--state", action="store_true",
                     help="grammar_state's stateful programs called in sequence")
+    ap.add_argument("--per-kind", action="store_true",
+                    help="one run per statement kind of the table (each its own --programs "
+                         "/ --minutes, programs of that kind's statements only): a line each, "
+                         "and the key of each finding class")
     opts = ap.parse_args()
     if opts.state:
         return state_run(opts)
@@ -114,7 +119,7 @@ def main() -> None:
                                                   **SWEEP_KINDS, **MODEL_KINDS,
                                                   **VALUE_KINDS, **MIXED_KINDS,
                                                   **GAP_KINDS, **TYPED_KINDS,
-                                                  **PROMOTE_KINDS}
+                                                  **PROMOTE_KINDS, **OUTSIDE_KINDS}
     if opts.kinds == "ops":
         table = dict(OPS_KINDS)
     elif opts.kinds == "reach":
@@ -135,9 +140,13 @@ def main() -> None:
         table = dict(TYPED_KINDS)
     elif opts.kinds == "promote":
         table = dict(PROMOTE_KINDS)
+    elif opts.kinds == "outside":
+        table = dict(OUTSIDE_KINDS)
     elif opts.kinds:
         table = {k: table[k] for k in opts.kinds.split(",")}
     torch.set_num_threads(1)
+    if opts.per_kind:
+        return per_kind(opts, table)
     asked = _count_rules() if opts.reach else None
     if not opts.base:   # the oracle's while_loop and scan (torch's compile each call: ~1 s);
         install_hop_oracle()   # st.export still traces the operators (tests/fuzz/hop_oracle.py)
@@ -170,6 +179,19 @@ def main() -> None:
         for (kind, tags), fs in bad[:opts.show]:
             print(f"\n=== {kind} {'+'.join(tags)} ({len(fs)} shrunk)")
             print(min(fs, key=lambda f: len(f.program.source())).report())
+
+
+def per_kind(opts, table: dict) -> None:
+    """``--per-kind``: each kind of `table` alone, its stats line and its findings' keys."""
+    install_hop_oracle()
+    for kind, gen in table.items():
+        stats = fuzz(seed=opts.seed, n_inputs=opts.inputs, **_limit(opts),
+                     torch_export_p=0.0, kinds={kind: gen}, layouts=LAYOUTS, outs=OUTS,
+                     to_torch_p=opts.to_torch, dtypes=() if opts.float_inputs else DTYPES,
+                     program_seconds=opts.program_seconds or None)
+        print(f"[{kind} seed {opts.seed}] {stats.line()}", flush=True)
+        for key in sorted({f.key() for f in stats.findings}):
+            print(f"    {key}", flush=True)
 
 
 def _count_rules() -> set:

@@ -173,6 +173,11 @@ def failed_condition(text: str, origin: str, kind: str = "", fix: str = "") -> F
         return FailedCondition(f"every input breaks a requirement of the program, which "
                                f"the example inputs broke too{origin}")
     head = f"the inputs violate `{text}`, required{origin}"
+    if kind == "requirement" and "the code catches the division by zero" in origin:
+        return FailedCondition(f"{head}. Eager does not raise here: the program holds "
+                               f"the code's try side only.",
+                               fix=f"pass inputs where `{text}` holds, or compute the "
+                                   f"division only where its divisor is not 0")
     if kind == "requirement":
         return FailedCondition(f"{head}. Eager raises for these inputs too: it is the code's "
                                f"or an op's own requirement.",

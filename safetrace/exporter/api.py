@@ -41,6 +41,7 @@ from safetrace.trace.modules import module_stack
 from safetrace.trace.mutation import (base_placeholder, fresh_written_constants,
                                       stale_value_reads)
 from safetrace.meta.symtypes import torch_env
+from safetrace.symbolic.zerodiv import with_caught_fallback
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
 from safetrace.trace.asserts import describe_symbols
 from safetrace.trace.pieces import Pieces
@@ -79,8 +80,9 @@ def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
     with eager_classes(strict):  # (what leaves here carries torch.export's classes too)
         model, fn, args, kwargs = _checked_call(model, mod, args, kwargs)
         args, kwargs, dynamic_shapes = unwrap_int_keys(model, args, kwargs, dynamic_shapes)
-        return _export(model, fn, args, kwargs, dynamic_shapes, preserve_module_call_signature,
-                       max_splits, prefer_deferred_runtime_asserts_over_guards, verbose)
+        return with_caught_fallback(lambda: _export(  # (symbolic/zerodiv.py)
+            model, fn, args, kwargs, dynamic_shapes, preserve_module_call_signature,
+            max_splits, prefer_deferred_runtime_asserts_over_guards, verbose))
 
 
 def _checked_call(model: Any, mod: Any, args: Any, kwargs: dict | None) -> tuple:

@@ -381,8 +381,11 @@ def _try_merge(sides: list[Side], i: int, j: int, notes: list[str]) -> bool:
     # data-dependent symbols: their ranges follow from the checks in the graphs (compared
     # here) and the sides' sizes; the merged program's are the hull of the two
     unbacked = {x.name for e in (g.ep, h.ep) for x in e.contract.symbols if not x.backed}
-    if not same_program(g.ep, h.ep, subst, {s} | unbacked):
-        return False
+    try:
+        if not same_program(g.ep, h.ep, subst, {s} | unbacked):
+            return False
+    except ZeroDivisionError:  # (g's sizes divide by 0 at h's value, `n // (n - 2)` at
+        return False  # n == 2, where h traced the code's `except` side: not h's program)
     lo, hi = min(glo, hlo), max(ghi, hhi)
     symbols = tuple(dataclasses.replace(x, lo=lo, hi=None if hi == math.inf else int(hi),
                                         origin="") if x.name == s else x

@@ -233,7 +233,11 @@ def _by_a_size(name: str, out: TensorMeta, other: Any) -> TensorMeta:
     if nonzero is not True:
         empty = out.numel() == 0
         cond = empty if nonzero is False else nonzero if empty is False else empty | nonzero
-        if type(cond) in SYM_CLASSES and not cond.env.hint(cond.expr):
+        if type(cond) in SYM_CLASSES and (
+                cond.env.decide(cond.expr) is True):  # (`t % max(u, 1)` of a size read
+            return out  # from data: proven, no hint asked of the unbacked `u`)
+        if type(cond) in SYM_CLASSES and cond.expr.free_symbols <= cond.env.hints.keys() \
+                and not cond.env.hint(cond.expr):
             check(cond, name, "ZeroDivisionError")  # (the example raises, as eager does)
         kernel_check(cond, name, "ZeroDivisionError")
     return out

@@ -26,6 +26,7 @@ from safetrace.meta.active import ACTIVE
 from safetrace.rules.common import check
 from safetrace.symbolic import SymBool
 from safetrace.symbolic.expr import FALSE
+from safetrace.symbolic.zerodiv import CAUGHT_MARK, CAUGHT_NOTE, caught
 
 _MARK = "\n#kernel-checks: "
 _NOTE = " (eager's kernel raises RuntimeError: "
@@ -59,8 +60,14 @@ def _required(cond: Any, words: str) -> bool:
     if not free or not all(env.symbols[n].backed for n in free) or \
             env.decide(cond.expr) is not None:
         return False
+    if caught(env, cond.expr):
+        return False  # (inside a `try` of the program's code: where it fails eager computes
+    # the `except` side, a branch: ``check``'s guard, whose refusal says so)
     where = env.origin_provider() if env.origin_provider is not None else None
     trace = where if isinstance(where, str) else ""
+    if env.precondition_probe is not None and not env.precondition_probe(True, True,
+                                                                         cond.expr):
+        trace += CAUGHT_MARK  # (exporting again with such as run-time checks)
     env.require(cond.expr, f"{trace}{_MARK}{words}", precondition=True)
     return True
 
@@ -87,9 +94,12 @@ def _always_raises(cond: Any, words: str) -> bool:
 def kernel_note(origin: Any) -> str:
     """The text a contract condition adds for a requirement `kernel_check` made ('' for
     any other origin)."""
-    if not isinstance(origin, str) or _MARK not in origin:
+    if not isinstance(origin, str) or (_MARK not in origin and CAUGHT_MARK not in origin):
         return ""
-    return f"{_NOTE}{origin.rpartition(_MARK)[2]})"
+    note = CAUGHT_NOTE if CAUGHT_MARK in origin else ""
+    if _MARK not in origin:
+        return note
+    return f"{_NOTE}{origin.rpartition(_MARK)[2].partition(CAUGHT_MARK)[0]}){note}"
 
 
 def kernel_checked(condition_origin: str) -> bool:

@@ -18,6 +18,7 @@ from safetrace.errors.base import with_eager_class
 from safetrace.rules.common import check as rule_check
 from safetrace.trace import memo
 from safetrace.trace.asserts import check
+from safetrace.trace.numbering import recall_counts, remember_counts
 from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.values import read_data
 from safetrace.trace.recorder import Recorder
@@ -160,7 +161,10 @@ def getitem(tr: Recorder, x: Any, index: Any) -> Any:
         if view is x:  # x[:] and x[...] are aliases of x
             return tr.emit(aten.alias.default, (x,), {})
         return view
-    return tr.emit(aten.index.Tensor, (view, _trim(advanced)), {})
+    adv = _trim(advanced)
+    out = tr.emit(aten.index.Tensor, (view, adv), {})
+    remember_counts(tr, adv)
+    return out
 
 
 def setitem(tr: Recorder, x: Any, index: Any, value: Any) -> None:
@@ -176,6 +180,7 @@ def setitem(tr: Recorder, x: Any, index: Any, value: Any) -> None:
         tr.emit(aten.copy_.default, (view, value), {})
         return None
     adv = _trim(advanced)
+    recall_counts(tr, adv)
     if not isinstance(value, torch.Tensor):
         if len(adv) == 1 and adv[0] is not None and _is_bool_index(adv[0]):
             tr.emit(aten.masked_fill_.Scalar, (view, adv[0], value), {})

@@ -60,3 +60,23 @@ def value_key(tr: Recorder, v: Any, tensors: list) -> Any:
             return (type(v).__name__, v)
     expr = getattr(v, "expr", None)  # a symbolic size: its expression
     return None if expr is None else ("sym", expr)
+
+
+def remember_counts(tr: Recorder, indices: list) -> None:
+    """After ``x[mask]``: each bool mask's True count, kept with the mask's data stamp.
+    TensorMeta holds a count until the next in-place write anywhere (``data_epoch``);
+    ``y[m] += 1`` writes the gathered copy between the read and the write of ``y[m]``,
+    which leaves ``m`` as it was: ``recall_counts`` gives the count back then."""
+    for t in indices:
+        if isinstance(t, Proxy) and (count := t.st_meta.mask_count) is not None:
+            tr.masks_by_value[("count", t.st_node)] = (count, stamp(t, tr))
+
+
+def recall_counts(tr: Recorder, indices: list) -> None:
+    """Before ``x[mask] = v``: a mask's count ``remember_counts`` kept, where its data
+    stamp is the same (no write reached its memory since) and the meta lost it."""
+    for t in indices:
+        if isinstance(t, Proxy) and t.st_meta.mask_count is None:
+            kept = tr.masks_by_value.get(("count", t.st_node))
+            if kept is not None and kept[1] == stamp(t, tr):
+                t.st_meta.mask_count = kept[0]
