@@ -22,7 +22,8 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from safetrace.errors.deploy import compiled_specialized, package_unchecked
+from safetrace.errors.deploy import (compiled_specialized, compiled_without_zero,
+                                     package_unchecked)
 from safetrace.interop.retrace_refusals import refuse_for_retrace
 from safetrace.interop.aoti_checks import PackageChecks, checking_inputs
 from safetrace.exporter.contract import TensorInput
@@ -239,6 +240,14 @@ def harden_checks(tep: Any, contract: Any) -> int:
         if s.name in reads and 1 <= s.checked_lo <= 2:
             added += builder.check(canon.ge(sym(s.name), s.checked_lo), reads,
                                    f"{s.where} must be >= {s.checked_lo}{s.origin}")
+    # a size torch's engine folds at a Dim's 0 (``x[:1]``'s rows ``min(n, 1)`` as 1):
+    # inductor sizes that value by it still (sizes >= 1), and its package read the row of
+    # an empty input (a crash at n == 0); refused there instead
+    for name, size in (tep.graph_module.meta.get("safetrace_zero_sized") or {}).items():
+        if name in reads:
+            where = contract.symbol(name).where
+            added += builder.check(canon.ne(sym(name), 0), reads, str(compiled_without_zero(
+                where, contract.where_text(size), "AOTInductor")))
     for c in contract.conditions:
         if c.cond.free_symbols and c.cond.free_symbols <= set(reads):
             added += builder.check(c.cond, reads, f"the inputs must satisfy "

@@ -1,0 +1,100 @@
+"""A value whose size torch's engine folds at a Dim's 0 (``z[:1]``'s rows ``min(n, 1)``,
+simplified on torch's positive symbols into 1) and the deploy tools that retrace it.
+
+AOTInductor's package of ``torch.cat([z, z[:1]])`` (z's rows a Dim admitting 0) crashed
+the process at n == 0 (SIGSEGV, rc 139; session 38): inductor sized ``z[:1]`` as 1 row and
+read it from an empty input.  The conversion now finds such a size where it makes torch's
+fake values (``positivity.expr_folds_at_zero``) and converts again with that symbol
+non-positive (the converted program's values keep ``Min(1, n)``); inductor still compiles
+it as 1, so ``st.to_aoti`` adds a check refusing n == 0 to the package
+(``compiled_without_zero``).  The compiles run in a subprocess (a crash fails the test
+instead of killing the run) and are slow; the check itself is tested without a compile."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+
+import safetrace as st
+from safetrace.interop.aoti import harden_checks
+
+warnings.filterwarnings("ignore", category=st.ConversionWarning)
+
+
+class CatFirstRow(torch.nn.Module):
+    def forward(self, z):
+        return torch.cat([z, z[:1]])
+
+
+def _export(hi=None):
+    n = st.Dim("n", min=0) if hi is None else st.Dim("n", min=0, max=hi)
+    return st.export(CatFirstRow(), (torch.randn(4, 3),), dynamic_shapes=({0: n},))
+
+
+def test_converted_values_keep_min_of_the_size_at_zero():
+    # (before: slice_1's fake value had 1 row, torch's Min(1, s) folded on a positive s)
+    tep = _export().to_torch()
+    sliced = next(n for n in tep.graph.nodes if n.target is torch.ops.aten.slice.Tensor)
+    assert "Min(1, " in str(sliced.meta["val"].shape[0])
+    for rows in (0, 1, 2, 7):
+        x = torch.randn(rows, 3)
+        torch.testing.assert_close(tep.module()(x), CatFirstRow()(x))
+
+
+def test_the_aoti_package_check_refuses_zero_and_keeps_the_rest():
+    # the tensor check st.to_aoti adds before compiling, run by the converted module
+    # (before: no check, and the package crashed the process at 0)
+    ep = _export()
+    tep = ep.to_torch()
+    assert harden_checks(tep, ep.contract) == 1
+    module = tep.module()
+    for rows in (1, 2, 9):
+        x = torch.randn(rows, 3)
+        torch.testing.assert_close(module(x), CatFirstRow()(x))
+    with pytest.raises(RuntimeError, match=r"z.shape\[0\] is 0: the program takes it"):
+        module(torch.randn(0, 3))
+    # the program itself computes eager's at 0, and refuses what is outside its space
+    assert ep.module()(torch.randn(0, 3)).shape == (0, 3)
+    with pytest.raises(st.errors.StructuredError):
+        ep.module()(torch.randn(4, 5))
+
+
+def test_a_program_without_such_a_size_gets_no_zero_check():
+    class Twice(torch.nn.Module):
+        def forward(self, z):
+            return torch.cat([z, z])
+
+    ep = st.export(Twice(), (torch.randn(4, 3),),
+                   dynamic_shapes=({0: st.Dim("n", min=0)},))
+    tep = ep.to_torch()
+    assert "safetrace_zero_sized" not in tep.graph_module.meta
+    assert harden_checks(tep, ep.contract) == 0
+
+
+_AOTI = """
+import warnings, torch, safetrace as st
+warnings.simplefilter("ignore")
+from tests.interop.test_zero_sized_packages import CatFirstRow, _export
+run = torch._inductor.aoti_load_package(st.to_aoti(_export()))
+for rows in (5, 1, 2, 0):
+    x = torch.randn(rows, 3)
+    try:
+        print(rows, "same" if torch.equal(run(x), CatFirstRow()(x)) else "WRONG", flush=True)
+    except Exception as exc:
+        print(rows, "refused", str(exc).splitlines()[0][:200], flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_aoti_package_of_a_first_row_is_eager_or_refuses_zero():
+    # (before: rc -11, a segmentation fault at rows == 0)
+    done = subprocess.run([sys.executable, "-c", _AOTI], capture_output=True, text=True,
+                          timeout=900, cwd=str(__import__("pathlib").Path(__file__).parents[2]))
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    assert all(lines[r] == "same" for r in ("5", "1", "2")), done.stdout
+    assert lines["0"].startswith("refused"), done.stdout
