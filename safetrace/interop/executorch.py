@@ -24,6 +24,7 @@ from safetrace.errors import interop as EI
 from safetrace.exporter.contract import TensorInput
 from safetrace.interop.retrace_pins import refuse_pins
 from safetrace.interop.retrace_refusals import refuse_for_retrace
+from safetrace.interop.positivity import node_where
 from safetrace.interop.composites import beyond_torch
 from safetrace.interop.executorch_forms import executorch_forms
 from safetrace.interop.executorch_prims import symbolic_prims
@@ -72,10 +73,22 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
         # (ExecuTorch's own error where torch's retrace pinned a size at the example, its
         # view passes' ``_ViewSpec is incompatible with its base``: the catalogue's instead)
         refuse_pins(tep, "st.to_executorch", exc)
+        _refuse_unbounded(tep, exc)
         raise
     if path is not None:
         Path(path).write_bytes(program.buffer)
     return program
+
+
+def _refuse_unbounded(tep: Any, exc: Exception) -> None:
+    """ExecuTorch's memory plan stopped at a size of no upper bound (``Cannot evaluate a
+    finite upper bound``) in a program with a torch.cond: the catalogue's error instead."""
+    if "finite upper bound" not in str(exc):
+        return
+    conds = [n for m in _graph_modules(tep.graph_module) for n in m.graph.nodes
+             if n.target is torch.ops.higher_order.cond]
+    if conds:
+        raise EI.unbounded_merged_size(node_where(conds[0]), "st.to_executorch") from exc
 
 
 def _lowered(exir: Any, ep: Any, tep: Any, partitioner: Any, compile_config: Any) -> Any:
