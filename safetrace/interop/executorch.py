@@ -26,6 +26,8 @@ from safetrace.interop.retrace_pins import refuse_pins
 from safetrace.interop.retrace_refusals import refuse_for_retrace
 from safetrace.interop.positivity import node_where
 from safetrace.interop.composites import beyond_torch
+from safetrace.interop.cond_bounds import bound_cond_outputs
+from safetrace.interop.empty_rolls import roll_by_index
 from safetrace.interop.executorch_forms import executorch_forms
 from safetrace.interop.executorch_prims import symbolic_prims
 from safetrace.interop.executorch_strides import strides_from_sizes
@@ -58,6 +60,8 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     refuse_for_retrace(tep, "st.to_executorch")
     if tep is not ep:  # (our conversion, made for this call: its strides as ExecuTorch's)
         strides_from_sizes(tep.graph_module)
+        bound_cond_outputs(tep, ep)  # (a cond's fresh sizes: our bounds, cond_bounds.py)
+        roll_by_index(tep)  # (a roll of a dim that may be 0: a gather, empty_rolls.py)
     _bounded(tep)
     _refuse_empty_roll(tep)
     # without autograd: ExecuTorch's passes replay a torch.cond under grad mode through

@@ -16,6 +16,7 @@ import torch
 
 from safetrace.interop.retrace_pins import refuse_pins
 from safetrace.interop.executorch_strides import strides_from_sizes
+from safetrace.interop.empty_rolls import roll_by_index
 from safetrace.interop.retrace_refusals import refuse_folded, refuse_for_retrace
 from safetrace.interop.composites import beyond_torch
 from safetrace.interop.onnx_attention import masked_attention
@@ -62,8 +63,10 @@ def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
 def _own_strides(tep: Any) -> Any:
     """`tep` (our conversion, made for this call) with its ``aten.sym_stride.int`` reads
     of row-major values written from sizes: torch.onnx has no function for that operator
-    (``interop/executorch_strides.py``)."""
+    (``interop/executorch_strides.py``); and its rolls of a dim that may be 0 as gathers
+    (torch.onnx's roll divides by that size: ``interop/empty_rolls.py``)."""
     strides_from_sizes(tep.graph_module)
+    roll_by_index(tep)
     return tep
 
 
