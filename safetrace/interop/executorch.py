@@ -28,6 +28,7 @@ from safetrace.interop.positivity import node_where
 from safetrace.interop.composites import beyond_torch
 from safetrace.interop.cond_bounds import bound_cond_outputs
 from safetrace.interop.empty_rolls import roll_by_index
+from safetrace.interop.slice_ends import explicit_slice_ends
 from safetrace.interop.executorch_forms import executorch_forms
 from safetrace.interop.executorch_prims import symbolic_prims
 from safetrace.interop.executorch_strides import strides_from_sizes
@@ -62,6 +63,7 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
         strides_from_sizes(tep.graph_module)
         bound_cond_outputs(tep, ep)  # (a cond's fresh sizes: our bounds, cond_bounds.py)
         roll_by_index(tep)  # (a roll of a dim that may be 0: a gather, empty_rolls.py)
+        explicit_slice_ends(tep)  # (z[:1] of z admitting 0: min(n, 1), slice_ends.py)
     _bounded(tep)
     _refuse_empty_roll(tep)
     # without autograd: ExecuTorch's passes replay a torch.cond under grad mode through

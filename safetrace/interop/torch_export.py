@@ -106,8 +106,10 @@ def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
         first = _Converter(ep, strict, verify)
         tep = faithful_at_zero(first.run(), first.ours_of, lambda names: _Converter(
             ep, strict, verify, names).run(), first.zero_folds)
-        if first.zero_folds:  # (compilers size such values at 1 still: aoti.py)
-            tep.graph_module.meta["safetrace_zero_sized"] = dict(first.zero_folds)
+        if first.zero_sizes:  # (compilers size such values at 1 still: aoti.py)
+            theirs = {ours: name for name, ours in first.ours_of.items()}
+            tep.graph_module.meta["safetrace_zero_sized"] = {
+                ours: (theirs.get(ours, ours), sizes) for ours, sizes in first.zero_sizes.items()}
         return tep
 
 
@@ -119,6 +121,7 @@ class _Converter:
         self.verify = verify
         self.from_zero = from_zero  # (our symbols made non-positive: positivity.py)
         self.zero_folds: dict[str, Any] = {}  # our symbol -> a size torch folds at its 0
+        self.zero_sizes: dict[str, list] = {}  # our symbol -> every such size
         self.ours_of: dict[str, str] = {}  # torch symbol name -> ours
         self.shape_env = conversion_env()
         quiet_symbol_logs(self.shape_env)

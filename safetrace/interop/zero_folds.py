@@ -26,12 +26,16 @@ FOLDING = frozenset(("min", "max", "mod", "eq", "ne", "lt", "le", "ge", "gt", "a
 def note_fold(conv: Any, ours: Any, theirs: Any) -> None:
     """Record in `conv.zero_folds` the first symbol at whose 0 torch's value `theirs` of our
     size `ours` differs from ours (`expr_folds_at_zero`; a conversion whose symbols are
-    all positive in torch's engine, and `ours` with an op that may fold)."""
+    all positive in torch's engine, and `ours` with an op that may fold), and `ours` among
+    that symbol's sizes in `conv.zero_sizes`."""
     if conv.from_zero or not any(e.op in FOLDING for e in dag_nodes(ours)):
         return
     zero = expr_folds_at_zero(ours, theirs, conv.emitter.values)
     if zero is not None:
         conv.zero_folds.setdefault(zero, ours)
+        every = conv.zero_sizes.setdefault(zero, [])
+        if ours not in every:
+            every.append(ours)
 
 
 def expr_folds_at_zero(ours: Any, theirs: Any, values: dict) -> str | None:

@@ -5,10 +5,13 @@ AOTInductor's package of ``torch.cat([z, z[:1]])`` (z's rows a Dim admitting 0) 
 the process at n == 0 (SIGSEGV, rc 139; session 38): inductor sized ``z[:1]`` as 1 row and
 read it from an empty input.  The conversion now finds such a size where it makes torch's
 fake values (``positivity.expr_folds_at_zero``) and converts again with that symbol
-non-positive (the converted program's values keep ``Min(1, n)``); inductor still compiles
-it as 1, so ``st.to_aoti`` adds a check refusing n == 0 to the package
-(``compiled_without_zero``).  The compiles run in a subprocess (a crash fails the test
-instead of killing the run) and are slow; the check itself is tested without a compile."""
+non-positive (the converted program's values keep ``Min(1, n)``).  inductor's retrace still
+sized it 1 (torch's slice kernel clamps a constant end by a guard at the example), so
+``st.to_aoti`` and ``st.to_executorch`` write the slice's end as ``sym_min(n, 1)``
+(``slice_ends.py``): the package and the ``.pte`` compute eager's at 0.  A folded size no
+such rewrite covers gets a package check refusing n == 0 (``compiled_without_zero``).  The
+compiles run in a subprocess (a crash fails the test instead of killing the run) and are
+slow; the rewrite and the check are tested without a compile."""
 
 from __future__ import annotations
 
@@ -63,6 +66,38 @@ def test_the_aoti_package_check_refuses_zero_and_keeps_the_rest():
         ep.module()(torch.randn(4, 5))
 
 
+def test_the_slice_end_rewritten_as_min_needs_no_zero_check_and_is_eager():
+    from safetrace.interop.slice_ends import explicit_slice_ends
+
+    ep = _export()
+    tep = ep.to_torch()
+    clamped = explicit_slice_ends(tep)
+    assert len(clamped) == 1 and next(iter(clamped))[1] == 1
+    assert any(n.target is torch.sym_min for n in tep.graph.nodes)
+    assert harden_checks(tep, ep.contract, frozenset(clamped)) == 0
+    module = tep.module()
+    for rows in (0, 1, 2, 9):
+        x = torch.randn(rows, 3)
+        torch.testing.assert_close(module(x), CatFirstRow()(x))
+    with pytest.raises(Exception):
+        module(torch.randn(4, 5))
+
+
+def test_the_pte_of_a_first_row_is_eager_at_zero(tmp_path):
+    # (before: the .pte planned 1 row for z[:1] and refused n == 0, which ep.module() runs)
+    pytest.importorskip("executorch")
+    from executorch.runtime import Runtime
+
+    st.to_executorch(_export(hi=16), tmp_path / "m.pte")
+    method = Runtime.get().load_program(tmp_path / "m.pte").load_method("forward")
+    for rows in (0, 1, 2, 16):
+        x = torch.randn(rows, 3)
+        torch.testing.assert_close(method.execute([x])[0], CatFirstRow()(x))
+    for rows in (17,):
+        with pytest.raises(Exception):
+            method.execute([torch.randn(rows, 3)])
+
+
 def test_a_program_without_such_a_size_gets_no_zero_check():
     class Twice(torch.nn.Module):
         def forward(self, z):
@@ -91,10 +126,9 @@ for rows in (5, 1, 2, 0):
 
 @pytest.mark.slow
 def test_aoti_package_of_a_first_row_is_eager_or_refuses_zero():
-    # (before: rc -11, a segmentation fault at rows == 0)
+    # (before: rc -11, a segmentation fault at rows == 0; then a refusal there)
     done = subprocess.run([sys.executable, "-c", _AOTI], capture_output=True, text=True,
                           timeout=900, cwd=str(__import__("pathlib").Path(__file__).parents[2]))
     assert done.returncode == 0, done.stderr[-2000:]
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
-    assert all(lines[r] == "same" for r in ("5", "1", "2")), done.stdout
-    assert lines["0"].startswith("refused"), done.stdout
+    assert all(lines[r] == "same" for r in ("5", "1", "2", "0")), done.stdout
