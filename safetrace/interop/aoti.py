@@ -246,11 +246,12 @@ def harden_checks(tep: Any, contract: Any, clamped: frozenset = frozenset()) -> 
     # a size torch's engine folds at a Dim's 0 (``x[:1]``'s rows ``min(n, 1)`` as 1):
     # inductor sizes that value by it still (sizes >= 1), and its package read the row of
     # an empty input (a crash at n == 0); refused there instead
-    # (a slice's `min(n, 1)` written as the program's own arithmetic, `slice_ends`: the
-    # package computes it, and is not refused 0 for it)
-    for name, (theirs, sizes) in (tep.graph_module.meta.get("safetrace_zero_sized") or
-                                  {}).items():
-        left = [e for e in sizes if not _clamped(e, name, theirs, clamped)]
+    # (not where the values keep it, converted with that symbol non-positive: a `max(n,
+    # 1)` the package computes, measured; and a slice's `min(n, 1)` written as the
+    # program's own arithmetic, `slice_ends`)
+    for name, (theirs, sizes, folded) in (tep.graph_module.meta.get("safetrace_zero_sized")
+                                          or {}).items():
+        left = [e for e in sizes if folded or not _clamped(e, name, theirs, clamped)]
         if name in reads and left:
             where = contract.symbol(name).where
             added += builder.check(canon.ne(sym(name), 0), reads, str(compiled_without_zero(
@@ -266,10 +267,12 @@ def harden_checks(tep: Any, contract: Any, clamped: frozenset = frozenset()) -> 
 
 
 def _clamped(e: Any, ours: str, theirs: str, clamped: frozenset) -> bool:
-    """Whether every op of `e` torch may fold is a ``min(<ours>, c)`` that ``slice_ends``
-    wrote as the program's own arithmetic (its torch symbol `theirs` and c in `clamped`)."""
+    """Whether every op of `e` torch may fold is a ``max`` (kept by torch's values of a
+    non-positive symbol, and computed by the package) or a ``min(<ours>, c)`` that
+    ``slice_ends`` wrote as the program's own arithmetic (its torch symbol `theirs` and c in
+    `clamped`)."""
     for part in dag_nodes(e):
-        if part.op in ("add", "mul", "const", "sym"):
+        if part.op in ("add", "mul", "const", "sym", "max"):
             continue
         if part.op != "min" or len(part.args) != 2:
             return False

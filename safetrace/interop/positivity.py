@@ -49,7 +49,8 @@ def faithful_at_zero(tep: Any, ours_of: dict[str, str],
     """`tep` (a conversion whose torch symbol names map to ours by `ours_of`), or, where a
     size node of it folds at a Dim's 0, or a value's size does (`sized`: our symbol -> our
     size expression, from `expr_folds_at_zero`), `again` (the conversion) with those of
-    our symbols non-positive (see the module docstring)."""
+    our symbols non-positive (see the module docstring).  Where `again` fails for a
+    value's size only, `tep` is returned (its deploy tools handle that size)."""
     graphs = [m.graph for m in tep.graph_module.modules() if isinstance(m, torch.fx.GraphModule)]
     folds = _folds(graphs, narrowing=True)
     sized = sized or {}
@@ -61,13 +62,12 @@ def faithful_at_zero(tep: Any, ours_of: dict[str, str],
     except Exception as exc:  # noqa: BLE001 - any failure of it (sympy's Mod(n, m) at a
         # divisor that may be 0 raises ZeroDivisionError): the first conversion's verdict
         labels = tep.graph_module.meta.get("safetrace_dim_labels") or {}
-        theirs = {ours: s for s, ours in ours_of.items()}
-        for name, e in sized.items():
-            raise EI.zero_sizes_not_convertible(
-                f"sized {e}", "", labels.get(theirs.get(name, name), name), exc) from exc
         wrong = [(s, node) for s, (node, narrows) in folds.items() if not narrows]
         if not wrong:
-            return tep  # (torch's tools refuse inputs the program accepts: narrower only)
+            # (torch's tools refuse inputs the program accepts: narrower only; or only a
+            # value's size folds, which the deploy tools rewrite or check: slice_ends.py,
+            # aoti.py; the first conversion, as before this check)
+            return tep
         symbol, node = wrong[0]
         raise EI.zero_sizes_not_convertible(node.name, node_where(node),
                                             labels.get(symbol, symbol), exc) from exc

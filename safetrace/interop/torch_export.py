@@ -104,12 +104,14 @@ def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
     # own fake values, outside the user's mode, as torch.export builds its own)
     with outside_modes(), gc_paused():
         first = _Converter(ep, strict, verify)
-        tep = faithful_at_zero(first.run(), first.ours_of, lambda names: _Converter(
+        made = first.run()
+        tep = faithful_at_zero(made, first.ours_of, lambda names: _Converter(
             ep, strict, verify, names).run(), first.zero_folds)
-        if first.zero_sizes:  # (compilers size such values at 1 still: aoti.py)
+        if first.zero_sizes:  # (compilers may size such values at 1 still: aoti.py)
             theirs = {ours: name for name, ours in first.ours_of.items()}
             tep.graph_module.meta["safetrace_zero_sized"] = {
-                ours: (theirs.get(ours, ours), sizes) for ours, sizes in first.zero_sizes.items()}
+                ours: (theirs.get(ours, ours), sizes, tep is made)
+                for ours, sizes in first.zero_sizes.items()}
         return tep
 
 

@@ -98,6 +98,23 @@ def test_the_pte_of_a_first_row_is_eager_at_zero(tmp_path):
             method.execute([torch.randn(rows, 3)])
 
 
+def test_a_max_the_values_keep_gets_no_zero_check():
+    # `max(n, 1)` rows: converted with n non-positive, torch's values keep Max(1, n), which
+    # the package computes (measured: deploy_sizes' new_rows_max matches at 0); a check
+    # would refuse n == 0 for nothing (it did, before this was told apart)
+    class NewRows(torch.nn.Module):
+        def forward(self, z):
+            return z.new_ones(max(z.shape[0], 1), 3) * z.sum()
+
+    ep = st.export(NewRows(), (torch.randn(4, 3),),
+                   dynamic_shapes=({0: st.Dim("n", max=16)},))
+    tep = ep.to_torch()
+    assert harden_checks(tep, ep.contract) == 0
+    for rows in (0, 1, 5):
+        x = torch.randn(rows, 3)
+        torch.testing.assert_close(tep.module()(x), NewRows()(x))
+
+
 def test_a_program_without_such_a_size_gets_no_zero_check():
     class Twice(torch.nn.Module):
         def forward(self, z):
