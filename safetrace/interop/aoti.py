@@ -24,6 +24,7 @@ from torch.utils import _pytree as pytree
 
 from safetrace.errors.deploy import (compiled_specialized, compiled_without_zero,
                                      package_unchecked)
+from safetrace.interop.retrace_pins import refuse_pins
 from safetrace.interop.retrace_refusals import refuse_for_retrace
 from safetrace.interop.aoti_checks import PackageChecks, checking_inputs
 from safetrace.interop.slice_ends import explicit_slice_ends
@@ -66,6 +67,11 @@ def to_aoti(ep: Any, package_path: Any = None, *, inductor_configs: dict | None 
     with checking_inputs(checks):
         path = str(torch._inductor.aoti_compile_and_package(
             tep, package_path=os.fspath(package_path), inductor_configs=inductor_configs))
+    # (inductor's retrace ran torch's meta kernels at the example and pinned an input size
+    # in the ShapeEnv the program shares: the package holds for that size only, and its
+    # input checks, the contract's, let the others through; merge_pins_no_size_values'
+    # `d2` gave empty outputs of another shape)
+    refuse_pins(tep, "AOTInductor (st.to_aoti)", exact=True)
     if not checks.emitted:
         raise package_unchecked("st.to_aoti", checks.problem or "inductor did not generate "
                                 "the package's input checks")
