@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from safetrace.errors.base import ConversionError, InputMismatchError, Where
 
-__all__ = ["CompiledSpecialized", "compiled_specialized", "WrongDevice", "wrong_device",
+__all__ = ["CompiledSpecialized", "compiled_specialized", "compiled_without_zero", "WrongDevice", "wrong_device",
            "PackageUnchecked", "package_unchecked"]
 
 
@@ -26,6 +26,18 @@ def compiled_specialized(tool: str, shapes: str, got: str, want: str) -> Compile
         f"space), so it would answer them silently wrong.",
         fix="export the dims the mismatch names as static (leave them out of dynamic_shapes) "
             "and compile one package per size, or run the program itself (ep.module())")
+
+
+def compiled_without_zero(where: str, size: str, tool: str) -> CompiledSpecialized:
+    """The check a compiled package makes of a size of 0 the program accepts but the
+    compiler sized a value of at a size of at least 1 (``x[:1]``'s rows ``min(n, 1)`` as 1:
+    the package would read a row of an empty tensor)."""
+    return CompiledSpecialized(
+        f"{where} is 0: the program takes it, but {tool} compiled a value of {size} rows or "
+        f"elements as if {where} were at least 1 (its sizes are never 0), so this package "
+        f"refuses {where} == 0 rather than read outside its input.",
+        fix=f"call the program itself (ep.module()) for inputs with {where} == 0, or export "
+            f"the dim with min=1 where 0 never occurs")
 
 
 class WrongDevice(InputMismatchError):

@@ -243,6 +243,21 @@ def zero_sizes_not_convertible(node: str, where: str, dim: str,
             f"or " + _RUN_OURS)
 
 
+def unbounded_merged_size(where: str, tool: str) -> ConversionError:
+    """ExecuTorch's memory plan found a value without an upper bound: the output of a
+    torch.cond whose branches give it sizes torch's cond cannot show equal (a size split's
+    ``x.reshape(-1)``: ``b * 1`` on the point side, ``b * seq`` on the other), which torch
+    sizes with a fresh data-dependent symbol of no bound."""
+    return ConversionError(
+        f"{tool}: the torch.cond{where} returns a value whose size differs between its "
+        f"branches in torch's view (the same size under the branch's condition), so torch "
+        f"gives it a new size of no upper bound, and ExecuTorch plans memory for the largest "
+        f"size of every value (ep.module() computes it)",
+        fix="write both branches' sizes alike (x.reshape(x.shape[0] * x.shape[1]) in both), "
+            "or export one program per side of the split (the dim static, or Dim(min=2) "
+            "with the other side as its own program)")
+
+
 def retrace_pins(sizes: str, tool: str) -> ConversionError:
     """torch's retrace of a converted program (its meta kernels run at the export example's
     sizes) specialized an input size the program declares dynamic, and dropped that guard."""

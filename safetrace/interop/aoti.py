@@ -22,12 +22,15 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from safetrace.errors.deploy import compiled_specialized, package_unchecked
+from safetrace.errors.deploy import (compiled_specialized, compiled_without_zero,
+                                     package_unchecked)
+from safetrace.interop.retrace_pins import refuse_pins
 from safetrace.interop.retrace_refusals import refuse_for_retrace
 from safetrace.interop.aoti_checks import PackageChecks, checking_inputs
+from safetrace.interop.slice_ends import explicit_slice_ends
 from safetrace.exporter.contract import TensorInput
 from safetrace.symbolic import canon
-from safetrace.symbolic.expr import sym
+from safetrace.symbolic.expr import dag_nodes, sym
 from safetrace.symbolic.semantics import Algebra, lower
 from safetrace.trace.graph import one_line
 
@@ -54,7 +57,8 @@ def to_aoti(ep: Any, package_path: Any = None, *, inductor_configs: dict | None 
     dim and specializes it silently, and the other sizes pass the package's input checks."""
     tep = ep.to_torch()
     refuse_for_retrace(tep, "AOTInductor (st.to_aoti)")
-    harden_checks(tep, ep.contract)
+    clamped = frozenset(explicit_slice_ends(tep))  # (z[:1] of z admitting 0: slice_ends.py)
+    harden_checks(tep, ep.contract, clamped)
     _messages_in_one_line(tep)
     if package_path is None:
         fd, package_path = tempfile.mkstemp(suffix=".pt2")
@@ -63,6 +67,11 @@ def to_aoti(ep: Any, package_path: Any = None, *, inductor_configs: dict | None 
     with checking_inputs(checks):
         path = str(torch._inductor.aoti_compile_and_package(
             tep, package_path=os.fspath(package_path), inductor_configs=inductor_configs))
+    # (inductor's retrace ran torch's meta kernels at the example and pinned an input size
+    # in the ShapeEnv the program shares: the package holds for that size only, and its
+    # input checks, the contract's, let the others through; merge_pins_no_size_values'
+    # `d2` gave empty outputs of another shape)
+    refuse_pins(tep, "AOTInductor (st.to_aoti)", exact=True)
     if not checks.emitted:
         raise package_unchecked("st.to_aoti", checks.problem or "inductor did not generate "
                                 "the package's input checks")
@@ -213,10 +222,11 @@ def _inputs_at(ep: Any, binding: dict[str, int],
     return tuple(args), dict(kwargs)
 
 
-def harden_checks(tep: Any, contract: Any) -> int:
+def harden_checks(tep: Any, contract: Any, clamped: frozenset = frozenset()) -> int:
     """Add tensor-level copies of the checks a compile that assumes sizes >= 2 would drop:
-    lower bounds of 1 and 2, and every residual condition on input sizes.  Returns how many
-    were added."""
+    lower bounds of 1 and 2, every residual condition on input sizes, and a Dim's 0 where a
+    size torch folds there is not among `clamped` (``slice_ends``' (torch symbol, bound)
+    pairs).  Returns how many were added."""
     graph = tep.graph
     users = [n for n in graph.nodes if n.op == "placeholder"
              and n.name in set(tep.graph_signature.user_inputs)]
@@ -239,6 +249,19 @@ def harden_checks(tep: Any, contract: Any) -> int:
         if s.name in reads and 1 <= s.checked_lo <= 2:
             added += builder.check(canon.ge(sym(s.name), s.checked_lo), reads,
                                    f"{s.where} must be >= {s.checked_lo}{s.origin}")
+    # a size torch's engine folds at a Dim's 0 (``x[:1]``'s rows ``min(n, 1)`` as 1):
+    # inductor sizes that value by it still (sizes >= 1), and its package read the row of
+    # an empty input (a crash at n == 0); refused there instead
+    # (not where the values keep it, converted with that symbol non-positive: a `max(n,
+    # 1)` the package computes, measured; and a slice's `min(n, 1)` written as the
+    # program's own arithmetic, `slice_ends`)
+    for name, (theirs, sizes, folded) in (tep.graph_module.meta.get("safetrace_zero_sized")
+                                          or {}).items():
+        left = [e for e in sizes if folded or not _clamped(e, name, theirs, clamped)]
+        if name in reads and left:
+            where = contract.symbol(name).where
+            added += builder.check(canon.ne(sym(name), 0), reads, str(compiled_without_zero(
+                where, contract.where_text(left[0]), "AOTInductor")))
     for c in contract.conditions:
         if c.cond.free_symbols and c.cond.free_symbols <= set(reads):
             added += builder.check(c.cond, reads, f"the inputs must satisfy "
@@ -247,6 +270,24 @@ def harden_checks(tep: Any, contract: Any) -> int:
         graph.lint()
         tep.graph_module.recompile()
     return added
+
+
+def _clamped(e: Any, ours: str, theirs: str, clamped: frozenset) -> bool:
+    """Whether every op of `e` torch may fold is a ``max`` (kept by torch's values of a
+    non-positive symbol, and computed by the package) or a ``min(<ours>, c)`` that
+    ``slice_ends`` wrote as the program's own arithmetic (its torch symbol `theirs` and c in
+    `clamped`)."""
+    for part in dag_nodes(e):
+        if part.op in ("add", "mul", "const", "sym", "max"):
+            continue
+        if part.op != "min" or len(part.args) != 2:
+            return False
+        a, b = part.args
+        if a.op == "const":
+            a, b = b, a
+        if a.op != "sym" or a.name != ours or b.op != "const" or (theirs, b.value) not in clamped:
+            return False
+    return True
 
 
 def _first_op(graph: torch.fx.Graph) -> torch.fx.Node:

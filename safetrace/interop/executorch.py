@@ -24,7 +24,11 @@ from safetrace.errors import interop as EI
 from safetrace.exporter.contract import TensorInput
 from safetrace.interop.retrace_pins import refuse_pins
 from safetrace.interop.retrace_refusals import refuse_for_retrace
+from safetrace.interop.positivity import node_where
 from safetrace.interop.composites import beyond_torch
+from safetrace.interop.cond_bounds import bound_cond_outputs
+from safetrace.interop.empty_rolls import roll_by_index
+from safetrace.interop.slice_ends import explicit_slice_ends
 from safetrace.interop.executorch_forms import executorch_forms
 from safetrace.interop.executorch_prims import symbolic_prims
 from safetrace.interop.executorch_strides import strides_from_sizes
@@ -57,6 +61,9 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     refuse_for_retrace(tep, "st.to_executorch")
     if tep is not ep:  # (our conversion, made for this call: its strides as ExecuTorch's)
         strides_from_sizes(tep.graph_module)
+        bound_cond_outputs(tep, ep)  # (a cond's fresh sizes: our bounds, cond_bounds.py)
+        roll_by_index(tep)  # (a roll of a dim that may be 0: a gather, empty_rolls.py)
+        explicit_slice_ends(tep)  # (z[:1] of z admitting 0: min(n, 1), slice_ends.py)
     _bounded(tep)
     _refuse_empty_roll(tep)
     # without autograd: ExecuTorch's passes replay a torch.cond under grad mode through
@@ -72,10 +79,22 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
         # (ExecuTorch's own error where torch's retrace pinned a size at the example, its
         # view passes' ``_ViewSpec is incompatible with its base``: the catalogue's instead)
         refuse_pins(tep, "st.to_executorch", exc)
+        _refuse_unbounded(tep, exc)
         raise
     if path is not None:
         Path(path).write_bytes(program.buffer)
     return program
+
+
+def _refuse_unbounded(tep: Any, exc: Exception) -> None:
+    """ExecuTorch's memory plan stopped at a size of no upper bound (``Cannot evaluate a
+    finite upper bound``) in a program with a torch.cond: the catalogue's error instead."""
+    if "finite upper bound" not in str(exc):
+        return
+    conds = [n for m in _graph_modules(tep.graph_module) for n in m.graph.nodes
+             if n.target is torch.ops.higher_order.cond]
+    if conds:
+        raise EI.unbounded_merged_size(node_where(conds[0]), "st.to_executorch") from exc
 
 
 def _lowered(exir: Any, ep: Any, tep: Any, partitioner: Any, compile_config: Any) -> Any:

@@ -47,6 +47,7 @@ import torch
 
 from safetrace.interop.contract import evaluate
 from safetrace.interop.lazy import fake_tensor
+from safetrace.interop.zero_folds import FOLDING, note_fold
 from safetrace.interop.symbols import backed_symint, conversion_env
 from safetrace.interop.symops import sym_op
 from safetrace.interop.unbacked import unbacked_symint
@@ -164,6 +165,8 @@ class FakeBuilder:
                     hit = sym_op(e.op, hit, p)
             else:
                 hit = evaluate(e, self.conv.emitter.values)
+                if e.op in FOLDING:  # (min, max, mod...: a size torch may fold at 0)
+                    note_fold(self.conv, e, hit)
             self.exprs[e] = hit
         return hit
 

@@ -15,6 +15,7 @@ from safetrace.errors import ConversionError, ConversionWarning
 from safetrace.errors import interop as EI
 from safetrace.interop.contract import from_sympy
 from safetrace.interop.lazy import symbolic_shapes
+from safetrace.interop.zero_folds import note_fold
 from safetrace.interop.unbacked import follow, known_unbacked
 from safetrace.symbolic import to_expr
 
@@ -125,6 +126,7 @@ def same_shape(conv: Any, node: torch.fx.Node, val: Any) -> None:
                 # torch's from here on
                 conv.emitter.values[mine.name] = b
                 continue
+            note_fold(conv, mine, b)  # (torch's size folded at a Dim's 0: zero_folds.py)
             theirs = from_sympy(b.node.expr if isinstance(b, torch.SymInt) else b, names)
             if theirs is not None and (theirs is mine or
                                        conv.emitter.implied(S.eq(mine, theirs))):

@@ -15,6 +15,8 @@ from typing import Any
 import torch
 
 from safetrace.interop.retrace_pins import refuse_pins
+from safetrace.interop.executorch_strides import strides_from_sizes
+from safetrace.interop.empty_rolls import roll_by_index
 from safetrace.interop.retrace_refusals import refuse_folded, refuse_for_retrace
 from safetrace.interop.composites import beyond_torch
 from safetrace.interop.onnx_attention import masked_attention
@@ -33,7 +35,7 @@ def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
     """The ``torch.onnx.ONNXProgram`` of a safetrace program (saved to `path` if given);
     `kwargs` go to ``torch.onnx.export`` (``opset_version``, ``optimize``, ...)."""
     own = not isinstance(ep, torch.export.ExportedProgram)
-    tep = ep.to_torch() if own else ep
+    tep = _own_strides(ep.to_torch()) if own else ep
     refuse_for_retrace(tep, "st.to_onnx", folds=False)  # (the lean path keeps the nodes)
     kwargs.setdefault("verbose", False)
     # (torch's operator registry: 0.7 s to build, made once)
@@ -46,7 +48,7 @@ def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
                 with as_decomposed(tep):
                     program = torch.onnx.export(tep, dynamo=True, **kwargs)
             except Exception:  # noqa: BLE001  (what torch.onnx's retrace may still take)
-                tep = ep.to_torch()
+                tep = _own_strides(ep.to_torch())
                 program = _retraced(tep, kwargs)
         else:
             program = _retraced(tep, kwargs)
@@ -56,6 +58,16 @@ def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
     if path is not None:
         program.save(str(path))
     return program
+
+
+def _own_strides(tep: Any) -> Any:
+    """`tep` (our conversion, made for this call) with its ``aten.sym_stride.int`` reads
+    of row-major values written from sizes: torch.onnx has no function for that operator
+    (``interop/executorch_strides.py``); and its rolls of a dim that may be 0 as gathers
+    (torch.onnx's roll divides by that size: ``interop/empty_rolls.py``)."""
+    strides_from_sizes(tep.graph_module)
+    roll_by_index(tep)
+    return tep
 
 
 def _retraced(tep: Any, kwargs: dict) -> Any:

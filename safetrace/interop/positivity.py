@@ -35,6 +35,7 @@ import torch
 
 from safetrace.errors import interop as EI
 from safetrace.interop.hops import shape_env_of
+from safetrace.interop.zero_folds import evaluated as _evaluated
 
 _aten = torch.ops.aten
 _SIZE_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
@@ -44,23 +45,30 @@ _SIZE_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operat
 
 
 def faithful_at_zero(tep: Any, ours_of: dict[str, str],
-                     again: Callable[[frozenset], Any]) -> Any:
+                     again: Callable[[frozenset], Any], sized: dict | None = None) -> Any:
     """`tep` (a conversion whose torch symbol names map to ours by `ours_of`), or, where a
-    size node of it folds at a Dim's 0, `again` (the conversion) with those of our symbols
-    non-positive (see the module docstring)."""
+    size node of it folds at a Dim's 0, or a value's size does (`sized`: our symbol -> our
+    size expression, from `expr_folds_at_zero`), `again` (the conversion) with those of
+    our symbols non-positive (see the module docstring).  Where `again` fails for a
+    value's size only, `tep` is returned (its deploy tools handle that size)."""
     graphs = [m.graph for m in tep.graph_module.modules() if isinstance(m, torch.fx.GraphModule)]
     folds = _folds(graphs, narrowing=True)
-    if not folds:
+    sized = sized or {}
+    if not folds and not sized:
         return tep
+    names = frozenset(ours_of.get(s, s) for s in folds) | frozenset(sized)
     try:
-        other = again(frozenset(ours_of.get(s, s) for s in folds))
+        other = again(names)
     except Exception as exc:  # noqa: BLE001 - any failure of it (sympy's Mod(n, m) at a
         # divisor that may be 0 raises ZeroDivisionError): the first conversion's verdict
+        labels = tep.graph_module.meta.get("safetrace_dim_labels") or {}
         wrong = [(s, node) for s, (node, narrows) in folds.items() if not narrows]
         if not wrong:
-            return tep  # (torch's tools refuse inputs the program accepts: narrower only)
+            # (torch's tools refuse inputs the program accepts: narrower only; or only a
+            # value's size folds, which the deploy tools rewrite or check: slice_ends.py,
+            # aoti.py; the first conversion, as before this check)
+            return tep
         symbol, node = wrong[0]
-        labels = tep.graph_module.meta.get("safetrace_dim_labels") or {}
         raise EI.zero_sizes_not_convertible(node.name, node_where(node),
                                             labels.get(symbol, symbol), exc) from exc
     return other
@@ -161,19 +169,6 @@ def _computed(node: torch.fx.Node, values: dict, binding: dict) -> Any:
         return node.target(*args)
     except (ArithmeticError, TypeError, ValueError):
         return None
-
-
-def _evaluated(val: Any, binding: dict) -> Any:
-    """A torch SymInt / SymBool (or int / bool) at `binding`; None where not a number."""
-    if isinstance(val, (bool, int)):
-        return val
-    if not isinstance(val, (torch.SymInt, torch.SymBool)):
-        return None
-    try:
-        out = val.node.expr.xreplace(binding)
-        return bool(out) if isinstance(val, torch.SymBool) else int(out)
-    except (TypeError, ValueError, AttributeError, ArithmeticError):
-        return None  # (Mod(m, n) at n == 0: sympy raises)
 
 
 def node_where(node: torch.fx.Node) -> str:

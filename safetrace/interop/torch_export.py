@@ -104,8 +104,15 @@ def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
     # own fake values, outside the user's mode, as torch.export builds its own)
     with outside_modes(), gc_paused():
         first = _Converter(ep, strict, verify)
-        return faithful_at_zero(first.run(), first.ours_of, lambda names: _Converter(
-            ep, strict, verify, names).run())
+        made = first.run()
+        tep = faithful_at_zero(made, first.ours_of, lambda names: _Converter(
+            ep, strict, verify, names).run(), first.zero_folds)
+        if first.zero_sizes:  # (compilers may size such values at 1 still: aoti.py)
+            theirs = {ours: name for name, ours in first.ours_of.items()}
+            tep.graph_module.meta["safetrace_zero_sized"] = {
+                ours: (theirs.get(ours, ours), sizes, tep is made)
+                for ours, sizes in first.zero_sizes.items()}
+        return tep
 
 
 class _Converter:
@@ -115,6 +122,8 @@ class _Converter:
         self.strict = strict
         self.verify = verify
         self.from_zero = from_zero  # (our symbols made non-positive: positivity.py)
+        self.zero_folds: dict[str, Any] = {}  # our symbol -> a size torch folds at its 0
+        self.zero_sizes: dict[str, list] = {}  # our symbol -> every such size
         self.ours_of: dict[str, str] = {}  # torch symbol name -> ours
         self.shape_env = conversion_env()
         quiet_symbol_logs(self.shape_env)

@@ -122,12 +122,6 @@ def _pte_runner(ep, tmp_path):
 @pytest.mark.parametrize("tool", ["onnx", "executorch"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_each_deploy_helper_is_eager_or_refuses_up_front(name, tool, tmp_path):
-    if tool == "onnx" and name in ("merge_pins_no_size", "merge_pins_no_size_values"):
-        # a known gap, loud (never a wrong value): the point side's as_strided reads its
-        # input's stride (aten.sym_stride.int), which torch.onnx has no function for; the
-        # row-major rewrite (interop/executorch_strides.py) keeps it where a later size may
-        # be 0, as here
-        pytest.xfail("torch.onnx: no ONNX function for aten.sym_stride.int")
     model, ep, sizes = _export(name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
