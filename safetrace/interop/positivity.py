@@ -31,6 +31,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
+import sympy
 import torch
 
 from safetrace.errors import interop as EI
@@ -107,6 +108,11 @@ def _fold(graph: torch.fx.Graph, binding: dict, narrowing: bool) -> tuple | None
         if node.target is _aten.sym_size.int:
             continue
         theirs = _evaluated(node.meta.get("val"), binding)
+        if theirs is _UNDEFINED:
+            # (torch's value divides by the 0 it assumed away: ``(2*n - 1)//n`` for
+            # ``chunk``'s count, an assert the retrace's guards then cannot evaluate
+            # (ZeroDivisionError at n == 0, where this computes): a wrong value)
+            return node, False
         if theirs is None or theirs == value:
             continue
         read = [u for u in node.users if u.target not in _SIZE_OPS]
@@ -163,17 +169,28 @@ def _computed(node: torch.fx.Node, values: dict, binding: dict) -> Any:
         return None
 
 
+_UNDEFINED = object()   # (torch's value at a binding divides by 0)
+
+
 def _evaluated(val: Any, binding: dict) -> Any:
-    """A torch SymInt / SymBool (or int / bool) at `binding`; None where not a number."""
+    """A torch SymInt / SymBool (or int / bool) at `binding`; None where not a number,
+    ``_UNDEFINED`` where it divides by 0 there."""
     if isinstance(val, (bool, int)):
         return val
     if not isinstance(val, (torch.SymInt, torch.SymBool)):
         return None
     try:
         out = val.node.expr.xreplace(binding)
+    except ArithmeticError:
+        return _UNDEFINED  # (Mod(m, n) at n == 0: sympy raises)
+    except (TypeError, ValueError, AttributeError):
+        return None
+    if isinstance(out, sympy.Basic) and out.has(sympy.zoo, sympy.nan):
+        return _UNDEFINED
+    try:
         return bool(out) if isinstance(val, torch.SymBool) else int(out)
     except (TypeError, ValueError, AttributeError, ArithmeticError):
-        return None  # (Mod(m, n) at n == 0: sympy raises)
+        return None
 
 
 def node_where(node: torch.fx.Node) -> str:
