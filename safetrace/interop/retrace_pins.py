@@ -218,7 +218,7 @@ def _expr_guards(tep: Any, exprs: list, paths: list[str], told: str) -> list[str
             raise EI.retrace_pins(told, "run_decompositions")
         # (checked where each of its sizes is 2 or more: torch's retrace assumes no size
         # is 0 or 1 as torch.export's programs do, and ``pins`` leaves that too)
-        small = sorted(str(where[s]) for s in e.free_symbols)
+        small = sorted(PythonPrinter().doprint(where[s]) for s in e.free_symbols)
         small = small[0] if len(small) == 1 else f"min({', '.join(small)})"
         out.append(f"{small} < 2 or {PythonPrinter().doprint(e.xreplace(where))}")
     return out

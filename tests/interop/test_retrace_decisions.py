@@ -91,3 +91,4 @@ def test_a_count_torch_divides_by_a_size_computes_at_zero():
         torch.testing.assert_close(m(x), OneChunk()(x))
     with pytest.raises(AssertionError, match="Guard failed"):
         m(torch.arange(3))   # not the declared dtype
+
