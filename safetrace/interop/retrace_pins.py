@@ -199,8 +199,9 @@ def _told_exprs(tep: Any, exprs: list) -> str:
         return ""
     labels = tep.graph_module.meta.get("safetrace_dim_labels") or {}
     names = {s: sympy.Symbol(labels.get(str(s), str(s))) for e in exprs for s in e.free_symbols}
+    more = f" and {len(exprs) - 3} more" if len(exprs) > 3 else ""
     return "the decision" + "s" * (len(exprs) > 1) + " " + ", ".join(
-        f"`{e.xreplace(names)}`" for e in exprs)
+        f"`{e.xreplace(names)}`" for e in exprs[:3]) + more
 
 
 def _expr_guards(tep: Any, exprs: list, paths: list[str], told: str) -> list[str]:
