@@ -29,7 +29,7 @@ from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.hierarchy import arg_names
 from safetrace.interop.quoted_guards import with_quoted_module
 from safetrace.interop.relation_guards import relation_guards
-from safetrace.interop.retrace_pins import guard_pins
+from safetrace.interop.retrace_pins import guard_count, guard_pins
 from safetrace.interop.retrace_refusals import refuse_cond_from_ours
 from safetrace.interop.subclass_values import refuse_decomposed_boundaries
 
@@ -91,6 +91,7 @@ def with_guards(tep: Any, guards: list[str], quoted: bool = False) -> None:
 
     def run_decompositions(self: Any, *args: Any, **kwargs: Any) -> Any:
         refuse_decomposed_boundaries(self)
+        since = guard_count(self)
         try:
             out = type(self).run_decompositions(self, *args, **kwargs)
         except Exception as exc:
@@ -101,7 +102,7 @@ def with_guards(tep: Any, guards: list[str], quoted: bool = False) -> None:
         if "_st_names" in vars(self):
             out._st_names = self._st_names
         # (the sizes torch's retrace pinned at the example: checked, or refused)
-        with_guards(out, guards + guard_pins(self, out), quoted)
+        with_guards(out, guards + guard_pins(self, out, since), quoted)
         return out
 
     tep.run_decompositions = types.MethodType(run_decompositions, tep)

@@ -35,6 +35,7 @@ import torch
 
 from safetrace.errors import interop as EI
 from safetrace.interop.hops import shape_env_of
+from safetrace.interop.zero_folds import UNDEFINED as _UNDEFINED
 from safetrace.interop.zero_folds import evaluated as _evaluated
 
 _aten = torch.ops.aten
@@ -115,6 +116,11 @@ def _fold(graph: torch.fx.Graph, binding: dict, narrowing: bool) -> tuple | None
         if node.target is _aten.sym_size.int:
             continue
         theirs = _evaluated(node.meta.get("val"), binding)
+        if theirs is _UNDEFINED:
+            # (torch's value divides by the 0 it assumed away: ``(2*n - 1)//n`` for
+            # ``chunk``'s count, an assert the retrace's guards then cannot evaluate
+            # (ZeroDivisionError at n == 0, where this computes): a wrong value)
+            return node, False
         if theirs is None or theirs == value:
             continue
         read = [u for u in node.users if u.target not in _SIZE_OPS]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import sympy
 import torch
 from torch.utils import _pytree
 
@@ -61,6 +62,60 @@ def input_sizes(tep: Any) -> list[tuple[int, int, Any]]:
     return out
 
 
+def _env(tep: Any) -> Any:
+    return shape_env_of([n.meta.get("val") for n in tep.graph.find_nodes(op="placeholder")])
+
+
+def guard_count(tep: Any) -> int:
+    """How many guards `tep`'s ShapeEnv holds (before a retrace: ``new_guards``' start)."""
+    env = _env(tep)
+    return len(env.guards) if env is not None else 0
+
+
+def new_guards(tep: Any, since: int) -> list[Any]:
+    """The guards torch's retrace added to `tep`'s ShapeEnv after the first `since` that
+    the declared ranges do not imply (sizes 0 and 1 set apart, as ``pins`` does): a
+    decision its meta kernels or decompositions took on the example's sizes and baked into
+    the graph (``roll`` of a slice empty at the example: ``Eq(s0//2 - 1, 0)``, kept as a
+    ``clone``), which holds nowhere else (never a replacement of a symbol by a number, nor
+    a range narrowed: ``pins`` does not see it)."""
+    from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
+
+    env = _env(tep)
+    if env is None or len(env.guards) <= since:
+        return []
+    ranges = {s: ValueRanges(sympy.Max(r.lower, sympy.Min(2, r.upper)), r.upper)
+              for s, r in tep.range_constraints.items()}
+    out = []
+    for g in env.guards[since:]:
+        expr = g.expr
+        if _general(expr):
+            continue
+        try:
+            held = bound_sympy(expr, ranges)
+            if held.lower == held.upper and bool(held.lower):
+                continue  # (true over the declared space: no decision)
+        except Exception:  # noqa: BLE001 - not bounded: checked at call time
+            pass
+        if expr not in out:
+            out.append(expr)
+    return out
+
+
+def _general(expr: Any) -> bool:
+    """Whether guard `expr` only says that a size expression is not 0 or 1 (``Ne(e, 1)``,
+    ``e >= 2``: a contiguity or broadcast check of torch's kernels that took the general
+    path at the example), which torch's size-oblivious kernels take for 0 and 1 too; its
+    special path (``Eq(e, 0)``: ``roll`` of an empty tensor made a ``clone``) is checked."""
+    rel = type(expr)
+    if rel not in (sympy.Ne, sympy.Ge, sympy.Gt):
+        return False
+    lhs, rhs = expr.args
+    if not (rhs.is_number and lhs.free_symbols):
+        return False
+    return {sympy.Ne: (0, 1), sympy.Ge: (1, 2), sympy.Gt: (0, 1)}[rel].count(rhs) > 0
+
+
 def pins(tep: Any) -> list[tuple[int, int, Any, Any, Any]]:
     """(input, dim, symbol, lo, hi) of each input size whose range in `tep`'s ShapeEnv is
     now narrower than the program's declared one (lo == hi: pinned to that value), other
@@ -68,7 +123,7 @@ def pins(tep: Any) -> list[tuple[int, int, Any, Any, Any]]:
     sizes = input_sizes(tep)
     if not sizes:
         return []
-    env = shape_env_of([n.meta.get("val") for n in tep.graph.find_nodes(op="placeholder")])
+    env = _env(tep)
     out = []
     for k, d, s in sizes:
         declared = tep.range_constraints.get(s)
@@ -108,19 +163,20 @@ def _told(tep: Any, found: list) -> str:
                      for _, _, s, lo, hi in found)
 
 
-def guard_pins(tep: Any, out: Any) -> list[str]:
-    """After `out = tep.run_decompositions(...)`: the guards that make `out.module()`
-    refuse the sizes torch's retrace pinned (raised instead inside `refusing_pins`)."""
-    found = pins(tep)
-    if not found:
+def guard_pins(tep: Any, out: Any, since: int = 0) -> list[str]:
+    """After `out = tep.run_decompositions(...)`, `since` the ShapeEnv's guard count before
+    it: the guards that make `out.module()` refuse the sizes torch's retrace pinned, or
+    where a decision it took on them (``new_guards``) fails."""
+    found, exprs = pins(tep), new_guards(tep, since)
+    if not found and not exprs:
         return []
-    told = _told(tep, found)
+    told = ", ".join(filter(None, [_told(tep, found), _told_exprs(tep, exprs)]))
     names = vars(tep).get("_st_names")  # (the paths made here, not in every conversion)
     paths = leaf_paths(names, tep) if names is not None else None
     if paths is None or any(k >= len(paths) for k, *_ in found):  # (no path to check
         # them by: refused, never a silent narrowing)
         raise EI.retrace_pins(told, "run_decompositions")
-    guards = []
+    guards = _expr_guards(tep, exprs, paths, told)
     for k, d, _, lo, hi in found:
         size = f"{paths[k]}.size()[{d}]"
         if lo == hi:
@@ -136,6 +192,37 @@ def guard_pins(tep: Any, out: Any) -> list[str]:
                   f"an example size other than 0 or 1 on that Dim to keep it dynamic",
                   ConversionWarning, stacklevel=4)
     return guards
+
+
+def _told_exprs(tep: Any, exprs: list) -> str:
+    if not exprs:
+        return ""
+    labels = tep.graph_module.meta.get("safetrace_dim_labels") or {}
+    names = {s: sympy.Symbol(labels.get(str(s), str(s))) for e in exprs for s in e.free_symbols}
+    more = f" and {len(exprs) - 3} more" if len(exprs) > 3 else ""
+    return "the decision" + "s" * (len(exprs) > 1) + " " + ", ".join(
+        f"`{e.xreplace(names)}`" for e in exprs[:3]) + more
+
+
+def _expr_guards(tep: Any, exprs: list, paths: list[str], told: str) -> list[str]:
+    """Each of `exprs` as guard code on the input sizes (``L['x'].size()[0]``); refused
+    where a symbol is no input's size (a derived Dim's root: no path to check it by)."""
+    from torch.utils._sympy.printers import PythonPrinter
+
+    where = {}
+    for k, d, s in input_sizes(tep):
+        if k < len(paths):
+            where.setdefault(s, sympy.Symbol(f"{paths[k]}.size()[{d}]", integer=True))
+    out = []
+    for e in exprs:
+        if not e.free_symbols <= where.keys():
+            raise EI.retrace_pins(told, "run_decompositions")
+        # (checked where each of its sizes is 2 or more: torch's retrace assumes no size
+        # is 0 or 1 as torch.export's programs do, and ``pins`` leaves that too)
+        small = sorted(PythonPrinter().doprint(where[s]) for s in e.free_symbols)
+        small = small[0] if len(small) == 1 else f"min({', '.join(small)})"
+        out.append(f"{small} < 2 or {PythonPrinter().doprint(e.xreplace(where))}")
+    return out
 
 
 def _range(lo: Any, hi: Any) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import sympy
 import torch
 
 from safetrace.symbolic.expr import dag_nodes
@@ -68,14 +69,25 @@ def expr_folds_at_zero(ours: Any, theirs: Any, values: dict) -> str | None:
     return None
 
 
+UNDEFINED = object()   # (torch's value at a binding divides by 0)
+
+
 def evaluated(val: Any, binding: dict) -> Any:
-    """A torch SymInt / SymBool (or int / bool) at `binding`; None where not a number."""
+    """A torch SymInt / SymBool (or int / bool) at `binding`; None where not a number,
+    ``UNDEFINED`` where it divides by 0 there."""
     if isinstance(val, (bool, int)):
         return val
     if not isinstance(val, (torch.SymInt, torch.SymBool)):
         return None
     try:
         out = val.node.expr.xreplace(binding)
+    except ArithmeticError:
+        return UNDEFINED  # (Mod(m, n) at n == 0: sympy raises)
+    except (TypeError, ValueError, AttributeError):
+        return None
+    if isinstance(out, sympy.Basic) and out.has(sympy.zoo, sympy.nan):
+        return UNDEFINED
+    try:
         return bool(out) if isinstance(val, torch.SymBool) else int(out)
     except (TypeError, ValueError, AttributeError, ArithmeticError):
-        return None  # (Mod(m, n) at n == 0: sympy raises)
+        return None

@@ -10,7 +10,8 @@ import os
 import pytest
 
 _TOOLS = {"test_onnx_aoti", "test_executorch", "test_decompositions",
-          "test_decompose_control_flow", "test_unflatten", "test_saved"}
+          "test_decompose_control_flow", "test_unflatten", "test_saved",
+          "test_retrace_decisions"}
 
 
 @pytest.fixture(autouse=True)
