@@ -86,20 +86,47 @@ def new_guards(tep: Any, since: int) -> list[Any]:
         return []
     ranges = {s: ValueRanges(sympy.Max(r.lower, sympy.Min(2, r.upper)), r.upper)
               for s, r in tep.range_constraints.items()}
+    # (a symbol of no declared size is one torch's retrace made for an int / float / bool
+    # input the program specialized, and checks by value: its guards hold at that value)
+    known = {s for k in tep.range_constraints for s in getattr(k, "free_symbols", ())}
+    known.update(s for _, _, s in input_sizes(tep))
     out = []
     for g in env.guards[since:]:
         expr = g.expr
+        fixed = {s: env.var_to_val[s] for s in expr.free_symbols - known
+                 if s in env.var_to_val}
+        if fixed:
+            expr = expr.xreplace(fixed)
+            if expr is sympy.true:
+                continue
         if _general(expr):
             continue
-        try:
-            held = bound_sympy(expr, ranges)
-            if held.lower == held.upper and bool(held.lower):
-                continue  # (true over the declared space: no decision)
-        except Exception:  # noqa: BLE001 - not bounded: checked at call time
-            pass
+        if _implied(expr, ranges, bound_sympy):
+            continue  # (true over the declared space: no decision)
         if expr not in out:
             out.append(expr)
     return out
+
+
+def _implied(expr: Any, ranges: dict, bound_sympy: Any) -> bool:
+    """Whether guard `expr` holds at every size of `ranges`: bounded true as it is, or a
+    ``Ne(l, r)`` whose difference factors into terms none of which can be 0 there
+    (``Ne(a*b, a)``, b's retrace decision at the example, is ``a*(b - 1) != 0``)."""
+    try:
+        held = bound_sympy(expr, ranges)
+        if held.lower == held.upper and bool(held.lower):
+            return True
+        if not isinstance(expr, sympy.Ne):
+            return False
+        diff = sympy.factor(expr.args[0] - expr.args[1])
+        terms = diff.args if isinstance(diff, sympy.Mul) else (diff,)
+        for t in terms:
+            r = bound_sympy(t, ranges)
+            if not (r.lower > 0 or r.upper < 0):
+                return False
+        return True
+    except Exception:  # noqa: BLE001 - not bounded: checked at call time
+        return False
 
 
 def _general(expr: Any) -> bool:
