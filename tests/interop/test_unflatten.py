@@ -270,3 +270,45 @@ def test_recurrent_ops_keep_the_sequence_dim_dynamic(rnn):
         with torch.no_grad():
             assert_close(tree(x), model(x))
             assert_close(tep.module()(x), model(x))
+
+
+class _SizeAndDouble(torch.nn.Module):
+    def forward(self, x):
+        return x * 2, x.shape[0]
+
+
+class _ReturnsASize(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _SizeAndDouble()
+
+    def forward(self, x):
+        y, n = self.inner(x + 1)
+        return y + n, n
+
+
+def test_preserved_module_returning_its_input_size_unflattens():
+    """A preserved module returning ``x.shape[0]``: our size node read the program's input
+    outside the module, and unflatten stopped at 'Could not find output node
+    sym_size_int_1' (issue 21 audit).  The size is read again inside the module and the
+    caller reads the module's output; torch's run_decompositions (whose retrace hoists
+    the size onto the input) still accepts the program.  (torch.export refuses to export
+    this model: a size output of a preserved call.)"""
+    model = _ReturnsASize()
+    ep = st.export(model, (torch.randn(3),), dynamic_shapes=({0: torch.export.Dim("b")},),
+                   preserve_module_call_signature=("inner",))
+    tep = _convert(ep)
+    tree = torch.export.unflatten(tep)
+    assert any(n.target is torch.ops.aten.sym_size.int for n in tree.inner.graph.nodes)
+    decomposed = tep.run_decompositions()
+    names = {n.name for n in decomposed.graph.nodes}
+    inner = {e.fqn: e for e in decomposed.module_call_graph}["inner"].signature
+    assert all(a.name in names for a in inner.outputs)
+    for b in (0, 1, 5):
+        x = torch.randn(b)
+        want = model(x)
+        for got in (tree(x), tep.module()(x), ep.module()(x), decomposed.module()(x)):
+            assert_close(got[0], want[0])
+            assert got[1] == want[1]
+    with pytest.raises(Exception):
+        tree(torch.randn(2, 2))
