@@ -220,13 +220,17 @@ class Boundaries:
         """call fqn ("layer1", "layer1@1") -> its ModuleCallSignature."""
         ModuleCallSignature = exported_program_module().ModuleCallSignature
 
-        for c in self.calls.values():
-            self._sizes_returned_inside(c)
         return {c.fqn: ModuleCallSignature(
             inputs=[self._argument(kind, v) for kind, v in c.inputs],
             outputs=[self._argument(kind, v) for kind, v in c.outputs],
             in_spec=c.in_spec, out_spec=c.out_spec, forward_arg_names=None)
             for c in self.calls.values()}
+
+    def returned_sizes(self) -> None:
+        """Before the program's outputs are written: `_sizes_returned_inside` of each
+        preserved call."""
+        for c in self.calls.values():
+            self._sizes_returned_inside(c)
 
     def _sizes_returned_inside(self, c: Any) -> None:
         """A size the call returns but that our graph reads outside it (``return y,
@@ -259,9 +263,7 @@ class Boundaries:
                     n.meta["nn_module_stack"] = dict(last.meta["nn_module_stack"])
             end = order[last]
             new.replace_all_uses_with(node, delete_user_cb=lambda u: order.get(u, -1) > end)
-            if not new.users:
-                graph.erase_node(new)
-            self.conv.env[v] = node
+            self.conv.env[v] = node  # (the program's outputs, written next, read it too)
 
     def _argument(self, kind: str, v: Any) -> Any:
         from torch.export.graph_signature import (ConstantArgument, SymBoolArgument,

@@ -287,19 +287,30 @@ class _ReturnsASize(torch.nn.Module):
         return y + n, n
 
 
-def test_preserved_module_returning_its_input_size_unflattens():
+class _ReturnsASizeUnderNoGrad(_ReturnsASize):
+    def forward(self, x):
+        with torch.no_grad():  # (a grad region: torch's pass rebuilds the graph)
+            x = x * 3
+        y, n = self.inner(x + 1)
+        return y + n, n
+
+
+@pytest.mark.parametrize("make", [_ReturnsASize, _ReturnsASizeUnderNoGrad])
+def test_preserved_module_returning_its_input_size_unflattens(make):
     """A preserved module returning ``x.shape[0]``: our size node read the program's input
     outside the module, and unflatten stopped at 'Could not find output node
     sym_size_int_1' (issue 21 audit).  The size is read again inside the module and the
     caller reads the module's output; torch's run_decompositions (whose retrace hoists
     the size onto the input) still accepts the program.  (torch.export refuses to export
     this model: a size output of a preserved call.)"""
-    model = _ReturnsASize()
+    model = make()
     ep = st.export(model, (torch.randn(3),), dynamic_shapes=({0: torch.export.Dim("b")},),
                    preserve_module_call_signature=("inner",))
     tep = _convert(ep)
     tree = torch.export.unflatten(tep)
     assert any(n.target is torch.ops.aten.sym_size.int for n in tree.inner.graph.nodes)
+    out = [n for n in tep.graph.nodes if n.op == "output"][0].args[0]
+    assert [s.arg.name for s in tep.graph_signature.output_specs] == [a.name for a in out]
     decomposed = tep.run_decompositions()
     names = {n.name for n in decomposed.graph.nodes}
     inner = {e.fqn: e for e in decomposed.module_call_graph}["inner"].signature
