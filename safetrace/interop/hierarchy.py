@@ -427,9 +427,9 @@ def sizes_held_through_decomposition(tep: Any) -> Iterator[Callable[[Any], None]
             if isinstance(n.meta.get("val"), torch.SymInt):
                 sizes.setdefault(str(n.meta["val"]), n.name)
         for k, _outs, i, arg, size in held:
-            name = sizes.get(size)
-            if name is not None:
-                out.module_call_graph[k].signature.outputs[i] = SymIntArgument(name)
+            name = sizes.get(size)  # (none: the old name, for a loud failure later)
+            out.module_call_graph[k].signature.outputs[i] = \
+                SymIntArgument(name) if name is not None else arg
 
     try:
         yield restore
