@@ -323,3 +323,49 @@ def test_preserved_module_returning_its_input_size_unflattens(make):
             assert got[1] == want[1]
     with pytest.raises(Exception):
         tree(torch.randn(2, 2))
+
+
+class _SubWithConstants(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.foo = torch.ones(3)  # (a plain tensor attribute: a lifted constant, c_foo)
+
+    def forward(self, x):
+        return x + self.foo + torch.tensor([1.0, 2.0, 3.0])  # (and one made in forward)
+
+
+class _ConstantsInAndOut(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sub = _SubWithConstants()
+        self.foo = torch.ones(3) * 2
+
+    def forward(self, x):
+        return self.sub(x) * self.foo + torch.tensor(5.0)
+
+
+@pytest.mark.parametrize("preserve", [(), ("sub",)])
+def test_constants_of_a_preserved_call_survive_torchs_tools_as_torchs(preserve):
+    """Tensor constants read inside and outside a (preserved) submodule: torch's
+    run_decompositions, ``.module()`` and unflatten of the converted program (issue 21:
+    "Output c_foo does not exist", a lifted constant passed to the call as an extra
+    argument) run as on torch.export's own program of the model."""
+    model, spec = _ConstantsInAndOut(), ({0: torch.export.Dim("b")},)
+    ref = torch.export.export(model, (torch.randn(2, 3),), dynamic_shapes=spec,
+                              preserve_module_call_signature=preserve)
+    tep = _convert(st.export(model, (torch.randn(2, 3),), dynamic_shapes=spec,
+                             preserve_module_call_signature=preserve))
+    for prog in (tep, ref):
+        decomposed = prog.run_decompositions()
+        runs = (prog.module(), decomposed.module(), torch.export.unflatten(prog),
+                torch.export.unflatten(decomposed))
+        for b in (0, 1, 4):
+            x = torch.randn(b, 3)
+            for run in runs:
+                assert_close(run(x), model(x))
+        with pytest.raises(Exception):
+            runs[0](torch.randn(2, 4))
+    if preserve:
+        sig = {e.fqn: e.signature for e in tep.module_call_graph}["sub"]
+        want = {e.fqn: e.signature for e in ref.module_call_graph}["sub"]
+        assert len(sig.inputs) == len(want.inputs) == 1
