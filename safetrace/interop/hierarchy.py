@@ -6,8 +6,9 @@ the export) turned into torch's module call signatures, so that
 
 from __future__ import annotations
 
+import contextlib
 import operator
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 
@@ -225,6 +226,45 @@ class Boundaries:
             in_spec=c.in_spec, out_spec=c.out_spec, forward_arg_names=None)
             for c in self.calls.values()}
 
+    def returned_sizes(self) -> None:
+        """Before the program's outputs are written: `_sizes_returned_inside` of each
+        preserved call."""
+        for c in self.calls.values():
+            self._sizes_returned_inside(c)
+
+    def _sizes_returned_inside(self, c: Any) -> None:
+        """A size the call returns but that our graph reads outside it (``return y,
+        x.shape[0]``: our size nodes read the program's inputs) read again from the call's
+        own inputs after its last node, and read from there after it: torch's unflatten
+        takes a module's outputs from inside its graph (it stopped at "Could not find
+        output node sym_size_int_1"), and a swapped module's size is the one it returns."""
+        graph = self.conv.graph
+        for kind, v in c.outputs:
+            new, val = self.conv.env.get(v), v.meta.get("val")
+            if kind != "sym" or not isinstance(new, torch.fx.Node) or \
+                    not hasattr(val, "expr") or \
+                    c.key in (new.meta.get("nn_module_stack") or {}):
+                continue
+            order = {n: i for i, n in enumerate(graph.nodes)}
+            inside = [n for n in order if c.key in (n.meta.get("nn_module_stack") or {})]
+            if not inside:
+                continue
+            last = inside[-1]
+            with graph.inserting_after(last):
+                try:
+                    node = expr_node(val.env.simplify(val.expr), {}, self.conv.call,
+                                     self._input_dims(c.key))
+                except ConversionError:
+                    raise EI.preserved_size(new.name, "", val.expr, c.fqn) from None
+            if node is new:  # (an input's size passed through: read there already)
+                continue
+            for n in graph.nodes:
+                if n not in order:
+                    n.meta["nn_module_stack"] = dict(last.meta["nn_module_stack"])
+            end = order[last]
+            new.replace_all_uses_with(node, delete_user_cb=lambda u: order.get(u, -1) > end)
+            self.conv.env[v] = node  # (the program's outputs, written next, read it too)
+
     def _argument(self, kind: str, v: Any) -> Any:
         from torch.export.graph_signature import (ConstantArgument, SymBoolArgument,
                                                   SymFloatArgument, SymIntArgument,
@@ -359,3 +399,40 @@ def _head(path: str) -> str:
         if ch in "[.":
             return path[:i]
     return path
+
+
+@contextlib.contextmanager
+def sizes_held_through_decomposition(tep: Any) -> Iterator[Callable[[Any], None]]:
+    """Around torch's ``run_decompositions`` of converted program `tep`: a size a
+    preserved call returns (read inside the call, ``_sizes_returned_inside``) is
+    hoisted by torch's retrace onto the program's input, the node the signature names
+    gone (torch's verifier: "Output sym_size_int_2 does not exist in the graph").
+    Held as a constant argument meanwhile; the function yielded names, in the new
+    program, a node of the same size."""
+    from torch.export.graph_signature import ConstantArgument, SymIntArgument
+
+    nodes = {n.name: n for n in tep.graph.nodes}
+    held = []
+    for k, entry in enumerate(tep.module_call_graph):
+        outs = entry.signature.outputs if entry.signature is not None else []
+        for i, arg in enumerate(outs):
+            node = nodes.get(arg.name) if isinstance(arg, SymIntArgument) else None
+            if node is not None and node.target is torch.ops.aten.sym_size.int:
+                held.append((k, outs, i, arg, str(node.meta["val"])))
+                outs[i] = ConstantArgument("", None)
+
+    def restore(out: Any) -> None:
+        sizes = {}
+        for n in out.graph.nodes:
+            if isinstance(n.meta.get("val"), torch.SymInt):
+                sizes.setdefault(str(n.meta["val"]), n.name)
+        for k, _outs, i, arg, size in held:
+            name = sizes.get(size)  # (none: the old name, for a loud failure later)
+            out.module_call_graph[k].signature.outputs[i] = \
+                SymIntArgument(name) if name is not None else arg
+
+    try:
+        yield restore
+    finally:
+        for _k, outs, i, arg, _size in held:
+            outs[i] = arg

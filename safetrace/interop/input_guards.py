@@ -26,7 +26,7 @@ import torch
 from torch.utils import _pytree
 
 from safetrace.exporter.contract import ConstInput, TensorInput
-from safetrace.interop.hierarchy import arg_names
+from safetrace.interop.hierarchy import arg_names, sizes_held_through_decomposition
 from safetrace.interop.quoted_guards import with_quoted_module
 from safetrace.interop.relation_guards import relation_guards
 from safetrace.interop.retrace_pins import guard_count, guard_pins
@@ -93,7 +93,9 @@ def with_guards(tep: Any, guards: list[str], quoted: bool = False) -> None:
         refuse_decomposed_boundaries(self)
         since = guard_count(self)
         try:
-            out = type(self).run_decompositions(self, *args, **kwargs)
+            with sizes_held_through_decomposition(self) as restore:
+                out = type(self).run_decompositions(self, *args, **kwargs)
+                restore(out)
         except Exception as exc:
             # a cond whose value the conversion made from ours: torch's cond stopped on it
             # (GuardOnDataDependentSymNode): the catalogue's refusal instead of torch's error

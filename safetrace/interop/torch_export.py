@@ -182,6 +182,7 @@ class _Converter:
                         self._call(node)
                     else:  # a control-flow subgraph
                         self.env[node] = convert_get_attr(self, node, ep.graph)
+            self.bounds.returned_sizes()  # (a preserved call's size outputs: inside it)
             outputs = self._output(out)
             check_narrowing(self)
             split_sections(self.graph, self.attrs)  # (dynamic tensor_split: slices)

@@ -139,3 +139,31 @@ def test_range_constraints_key_a_derived_dims_expression_as_torchs(tmp_path) -> 
         assert got == want == {"s": (2, 10), "3*s + 1": (7, 31)}
     y = [n for n in ours.to_torch().graph.nodes if n.op == "placeholder"][1]
     assert ours.to_torch().range_constraints[y.meta["val"].shape[0].node.expr].upper == 31
+
+
+class SumThree(torch.nn.Module):
+    def forward(self, x, y, z):
+        return x.sum() + 2 * y.sum() + 3 * z.sum()
+
+
+def test_a_derived_dim_of_a_derived_dim_exports() -> None:
+    """A derived Dim derived again (``2 * (d + 1)``) once escaped st.export as ``KeyError:
+    's0'`` (issue 21).  The program declares both relations and checks them before running;
+    torch.export's own programs agree where it exports the nested form."""
+    d = TorchDim("d", min=2, max=50)
+    spec = ({0: d}, {0: d + 1}, {0: 2 * (d + 1)})
+    ep = st.export(SumThree(), _inputs(4, 5, 10), dynamic_shapes=spec)
+    try:
+        ref = torch.export.export(SumThree(), _inputs(4, 5, 10), dynamic_shapes=spec)
+    except Exception:  # noqa: BLE001 - torch refuses the nested form on this torch
+        ref = None
+    good = [((_inputs(n, n + 1, 2 * n + 2)), {}) for n in (2, 7, 50)]
+    bad = [((_inputs(n, m, k)), {}) for n, m, k in ((3, 4, 9), (3, 5, 8), (1, 2, 4), (51, 52, 104))]
+    for prog in (ep.module(), ep.to_torch().module()):
+        for args, _ in good:
+            torch.testing.assert_close(prog(*args), SumThree()(*args))
+    for args, _ in bad:
+        with pytest.raises(st.InputMismatchError):
+            ep.module()(*args)
+    if ref is not None:
+        _same_refusals(ep, ref, good + bad)

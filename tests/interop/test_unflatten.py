@@ -270,3 +270,102 @@ def test_recurrent_ops_keep_the_sequence_dim_dynamic(rnn):
         with torch.no_grad():
             assert_close(tree(x), model(x))
             assert_close(tep.module()(x), model(x))
+
+
+class _SizeAndDouble(torch.nn.Module):
+    def forward(self, x):
+        return x * 2, x.shape[0]
+
+
+class _ReturnsASize(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _SizeAndDouble()
+
+    def forward(self, x):
+        y, n = self.inner(x + 1)
+        return y + n, n
+
+
+class _ReturnsASizeUnderNoGrad(_ReturnsASize):
+    def forward(self, x):
+        with torch.no_grad():  # (a grad region: torch's pass rebuilds the graph)
+            x = x * 3
+        y, n = self.inner(x + 1)
+        return y + n, n
+
+
+@pytest.mark.parametrize("make", [_ReturnsASize, _ReturnsASizeUnderNoGrad])
+def test_preserved_module_returning_its_input_size_unflattens(make):
+    """A preserved module returning ``x.shape[0]``: our size node read the program's input
+    outside the module, and unflatten stopped at 'Could not find output node
+    sym_size_int_1' (issue 21 audit).  The size is read again inside the module and the
+    caller reads the module's output; torch's run_decompositions (whose retrace hoists
+    the size onto the input) still accepts the program.  (torch.export refuses to export
+    this model: a size output of a preserved call.)"""
+    model = make()
+    ep = st.export(model, (torch.randn(3),), dynamic_shapes=({0: torch.export.Dim("b")},),
+                   preserve_module_call_signature=("inner",))
+    tep = _convert(ep)
+    tree = torch.export.unflatten(tep)
+    assert any(n.target is torch.ops.aten.sym_size.int for n in tree.inner.graph.nodes)
+    out = [n for n in tep.graph.nodes if n.op == "output"][0].args[0]
+    assert [s.arg.name for s in tep.graph_signature.output_specs] == [a.name for a in out]
+    decomposed = tep.run_decompositions()
+    names = {n.name for n in decomposed.graph.nodes}
+    inner = {e.fqn: e for e in decomposed.module_call_graph}["inner"].signature
+    assert all(a.name in names for a in inner.outputs)
+    for b in (0, 1, 5):
+        x = torch.randn(b)
+        want = model(x)
+        for got in (tree(x), tep.module()(x), ep.module()(x), decomposed.module()(x)):
+            assert_close(got[0], want[0])
+            assert got[1] == want[1]
+    with pytest.raises(Exception):
+        tree(torch.randn(2, 2))
+
+
+class _SubWithConstants(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.foo = torch.ones(3)  # (a plain tensor attribute: a lifted constant, c_foo)
+
+    def forward(self, x):
+        return x + self.foo + torch.tensor([1.0, 2.0, 3.0])  # (and one made in forward)
+
+
+class _ConstantsInAndOut(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sub = _SubWithConstants()
+        self.foo = torch.ones(3) * 2
+
+    def forward(self, x):
+        return self.sub(x) * self.foo + torch.tensor(5.0)
+
+
+@pytest.mark.parametrize("preserve", [(), ("sub",)])
+def test_constants_of_a_preserved_call_survive_torchs_tools_as_torchs(preserve):
+    """Tensor constants read inside and outside a (preserved) submodule: torch's
+    run_decompositions, ``.module()`` and unflatten of the converted program (issue 21:
+    "Output c_foo does not exist", a lifted constant passed to the call as an extra
+    argument) run as on torch.export's own program of the model."""
+    model, spec = _ConstantsInAndOut(), ({0: torch.export.Dim("b")},)
+    ref = torch.export.export(model, (torch.randn(2, 3),), dynamic_shapes=spec,
+                              preserve_module_call_signature=preserve)
+    tep = _convert(st.export(model, (torch.randn(2, 3),), dynamic_shapes=spec,
+                             preserve_module_call_signature=preserve))
+    for prog in (tep, ref):
+        decomposed = prog.run_decompositions()
+        runs = (prog.module(), decomposed.module(), torch.export.unflatten(prog),
+                torch.export.unflatten(decomposed))
+        for b in (0, 1, 4):
+            x = torch.randn(b, 3)
+            for run in runs:
+                assert_close(run(x), model(x))
+        with pytest.raises(Exception):
+            runs[0](torch.randn(2, 4))
+    if preserve:
+        sig = {e.fqn: e.signature for e in tep.module_call_graph}["sub"]
+        want = {e.fqn: e.signature for e in ref.module_call_graph}["sub"]
+        assert len(sig.inputs) == len(want.inputs) == 1
