@@ -103,9 +103,25 @@ def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
     # (a conversion inside the user's own FakeTensorMode: the program is built with its
     # own fake values, outside the user's mode, as torch.export builds its own)
     with outside_modes(), gc_paused():
-        first = _Converter(ep, strict, verify)
-        return faithful_at_zero(first.run(), first.ours_of, lambda names: _Converter(
-            ep, strict, verify, names).run())
+        # (which of our symbols a conversion of this program makes non-positive, once
+        # found: `faithful_at_zero`'s answer, kept with the program's plan (a conversion
+        # of one program makes the same values in the same order), so that a later
+        # conversion is made once, with the right symbols, and its size nodes are not
+        # walked again)
+        memo, key = plan_of(ep)[6], ("from_zero", strict, verify)
+        known = memo.get(key)
+        first = _Converter(ep, strict, verify, known or frozenset())
+        tep = first.run()
+        if known is not None or not first.zero_symbols:
+            return tep  # (no input symbol's range holds 0: no size node folds there)
+
+        def again(names: frozenset) -> Any:
+            other = _Converter(ep, strict, verify, names).run()
+            memo[key] = names
+            return other
+        out = faithful_at_zero(tep, first.ours_of(), again)
+        memo.setdefault(key, frozenset())  # (no fold, or one that only narrows)
+        return out
 
 
 class _Converter:
@@ -115,7 +131,8 @@ class _Converter:
         self.strict = strict
         self.verify = verify
         self.from_zero = from_zero  # (our symbols made non-positive: positivity.py)
-        self.ours_of: dict[str, str] = {}  # torch symbol name -> ours
+        self.ours: dict[Any, str] = {}  # torch symbol -> our symbol's name
+        self.zero_symbols = False  # (whether an input symbol's range may hold 0)
         self.shape_env = conversion_env()
         quiet_symbol_logs(self.shape_env)
         self.mode = conversion_mode(self.shape_env)
@@ -242,8 +259,14 @@ class _Converter:
             # equality as a replacement: Eq(n, 1) true at an example of 1 made the
             # decomposed program's n the number 1, Eq(n, 0) at 0 of a non-positive n)
         v = backed_symint(self.shape_env, hint, where, vr, positive)
-        self.ours_of[str(v.node.expr)] = name
+        self.ours[v.node.expr] = name
+        if not (type(lo) is int and lo > 0):
+            self.zero_symbols = True
         return v
+
+    def ours_of(self) -> dict[str, str]:
+        """torch symbol name -> ours (sympy's printer per symbol: made where asked)."""
+        return {str(expr): name for expr, name in self.ours.items()}
 
     # -- placeholders ------------------------------------------------------------------------
     def _placeholder(self, spec: Any, node: torch.fx.Node,
