@@ -35,12 +35,36 @@ import torch
 
 from safetrace.errors import interop as EI
 from safetrace.interop.hops import shape_env_of
+from safetrace.interop.plan import plan_of
 
 _aten = torch.ops.aten
 _SIZE_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
              operator.neg, operator.eq, operator.ne, operator.lt, operator.le, operator.gt,
              operator.ge, operator.and_, operator.or_, operator.not_, torch.sym_max,
              torch.sym_min, torch.sym_not, torch.sym_ite}
+
+
+def converted(ep: Any, key: tuple, converter: Callable[[frozenset], Any]) -> Any:
+    """`ep` converted (``converter(names).run()``: our symbols `names` non-positive), its
+    size nodes faithful at 0 (`faithful_at_zero`).  Which of our symbols are made
+    non-positive is kept with the program's plan under `key` once found (a conversion of
+    one program makes the same values in the same order): a later conversion is made
+    once, with those symbols, and its size nodes are not walked again.  A conversion with
+    no input symbol whose range holds 0 (every static program) has nothing to fold."""
+    memo = plan_of(ep)[6]
+    known = memo.get(key)
+    first = converter(known or frozenset())
+    tep = first.run()
+    if known is not None or not first.zero_symbols:
+        return tep
+
+    def again(names: frozenset) -> Any:
+        other = converter(names).run()
+        memo[key] = names
+        return other
+    out = faithful_at_zero(tep, first.ours_of(), again)
+    memo.setdefault(key, frozenset())  # (no fold, or one that only narrows)
+    return out
 
 
 def faithful_at_zero(tep: Any, ours_of: dict[str, str],

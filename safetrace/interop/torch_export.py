@@ -53,7 +53,7 @@ from safetrace.interop.load_checks import lowered
 from safetrace.interop.memos import MASK_OPS, remember, shared_rows
 from safetrace.interop.plan import (input_kind, plan_of, positional, specialized,
                                     state_spec)
-from safetrace.interop.positivity import faithful_at_zero
+from safetrace.interop.positivity import converted
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, hop_value,
                                    holds_where_branch_runs, identity_slice, map_under_grad,
                                    quiet_symbol_logs, sizes_from_data,
@@ -103,25 +103,8 @@ def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
     # (a conversion inside the user's own FakeTensorMode: the program is built with its
     # own fake values, outside the user's mode, as torch.export builds its own)
     with outside_modes(), gc_paused():
-        # (which of our symbols a conversion of this program makes non-positive, once
-        # found: `faithful_at_zero`'s answer, kept with the program's plan (a conversion
-        # of one program makes the same values in the same order), so that a later
-        # conversion is made once, with the right symbols, and its size nodes are not
-        # walked again)
-        memo, key = plan_of(ep)[6], ("from_zero", strict, verify)
-        known = memo.get(key)
-        first = _Converter(ep, strict, verify, known or frozenset())
-        tep = first.run()
-        if known is not None or not first.zero_symbols:
-            return tep  # (no input symbol's range holds 0: no size node folds there)
-
-        def again(names: frozenset) -> Any:
-            other = _Converter(ep, strict, verify, names).run()
-            memo[key] = names
-            return other
-        out = faithful_at_zero(tep, first.ours_of(), again)
-        memo.setdefault(key, frozenset())  # (no fold, or one that only narrows)
-        return out
+        return converted(ep, ("from_zero", strict, verify),
+                         lambda names: _Converter(ep, strict, verify, names))
 
 
 class _Converter:
