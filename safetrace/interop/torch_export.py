@@ -51,8 +51,8 @@ from safetrace.interop.quoted_guards import quoted_paths
 from safetrace.interop.sections import split_sections
 from safetrace.interop.load_checks import lowered
 from safetrace.interop.memos import MASK_OPS, remember, shared_rows
-from safetrace.interop.plan import (input_kind, plan_of, positional, specialized,
-                                    state_spec)
+from safetrace.interop.plan import (input_kind, plan_of, positional, settled,
+                                    specialized, state_spec)
 from safetrace.interop.positivity import converted
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, hop_value,
                                    holds_where_branch_runs, identity_slice, map_under_grad,
@@ -147,35 +147,13 @@ class _Converter:
         # Size-oblivious answers for `size == 1` tests (broadcasting, contiguity): our
         # engine already proved every shape for the whole input space, and each node's
         # shape is compared with ours below, so torch needs no 0/1 guards of its own.
-        with _PROPAGATING, config_set(fx_config(), "backed_size_oblivious", True), \
-                entered(self.mode), enable_python_dispatcher(), \
-                torch.set_grad_enabled(torch.is_grad_enabled()):
-            inputs = []
-            aliased = vars(ep).get("state_aliases")
-            # (the placeholders made in one run, their names kept per program's list:
-            # trace/graph.py's add_placeholders; a state's other paths interleave theirs)
-            made = None if aliased else add_placeholders(
-                self.graph, [ours[s.name].name for s in ordered])
-            for k, s in enumerate(ordered):  # (a state's other paths: placeholders too)
-                inputs.append(self._placeholder(s, ours[s.name],
-                                                made[k] if made is not None else None))
-                if aliased:
-                    inputs += alias_inputs(self, s, inputs[-1])
-            self.emitter.emit(self._user_leaves(ordered, ours))
-            self.contract_guards = len(self.shape_env.guards)
-            if walk is None:  # (no subgraph: the plan's call nodes, in order)
-                call = self._call
-                for node in calls:
-                    call(node)
-            else:
-                for node in walk:
-                    if node.op == "call_function":
-                        self._call(node)
-                    else:  # a control-flow subgraph
-                        self.env[node] = convert_get_attr(self, node, ep.graph)
-            outputs = self._output(out)
-            check_narrowing(self)
-            split_sections(self.graph, self.attrs)  # (dynamic tensor_split: slices)
+        if settled(self, ordered, calls, walk):  # (no kernel runs: no mode needed)
+            inputs, outputs = self._nodes(ours, ordered, calls, walk, out)
+        else:
+            with _PROPAGATING, config_set(fx_config(), "backed_size_oblivious", True), \
+                    entered(self.mode), enable_python_dispatcher(), \
+                    torch.set_grad_enabled(torch.is_grad_enabled()):
+                inputs, outputs = self._nodes(ours, ordered, calls, walk, out)
         shared_custom_meta(calls, self.graph)
         if self.fake_objects:  # (a torchbind object's placeholder: torchbind.py)
             custom_obj_values(self, self.graph)
@@ -217,6 +195,39 @@ class _Converter:
         tep._st_names = arg_names(self.ep)  # (retrace_pins' guards name inputs by them)
         with_guards(tep, input_guards(self.ep, tep), quoted)
         return tep
+
+    def _nodes(self, ours: dict, ordered: list, calls: list, walk: list | None,
+               out: torch.fx.Node) -> tuple[list, list]:
+        """The placeholders, the contract's checks, the nodes and the output: the input
+        specs and the output specs."""
+        ep = self.ep
+        inputs = []
+        aliased = vars(ep).get("state_aliases")
+        # (the placeholders made in one run, their names kept per program's list:
+        # trace/graph.py's add_placeholders; a state's other paths interleave theirs)
+        made = None if aliased else add_placeholders(
+            self.graph, [ours[s.name].name for s in ordered])
+        for k, s in enumerate(ordered):  # (a state's other paths: placeholders too)
+            inputs.append(self._placeholder(s, ours[s.name],
+                                            made[k] if made is not None else None))
+            if aliased:
+                inputs += alias_inputs(self, s, inputs[-1])
+        self.emitter.emit(self._user_leaves(ordered, ours))
+        self.contract_guards = len(self.shape_env.guards)
+        if walk is None:  # (no subgraph: the plan's call nodes, in order)
+            call = self._call
+            for node in calls:
+                call(node)
+        else:
+            for node in walk:
+                if node.op == "call_function":
+                    self._call(node)
+                else:  # a control-flow subgraph
+                    self.env[node] = convert_get_attr(self, node, ep.graph)
+        outputs = self._output(out)
+        check_narrowing(self)
+        split_sections(self.graph, self.attrs)  # (dynamic tensor_split: slices)
+        return inputs, outputs
 
     def _as_torch_settings(self) -> None:
         """After propagation, the ShapeEnv specializes 0 and 1 as torch.export's does.
