@@ -7,10 +7,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import torch
 from torch.utils import _pytree
 
+from safetrace.exporter.contract import TensorInput
 from safetrace.interop.hierarchy import fill_stacks
 from safetrace.interop.lazy import graph_signature
+from safetrace.interop.memos import MASK_OPS
 
 
 def plan_of(ep: Any) -> tuple:
@@ -175,11 +178,6 @@ def settled(conv: Any, ordered: list, calls: list, walk: list | None) -> bool:
 
 
 def _static_plan(ep: Any, calls: list, walk: list | None) -> bool:
-    from safetrace.exporter.contract import TensorInput
-    from safetrace.interop.memos import MASK_OPS
-
-    import torch  # (imported by the caller already)
-
     c = ep.contract
     if walk is not None or vars(ep).get("state_aliases") or c.symbols or c.conditions:
         return False
