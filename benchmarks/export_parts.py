@@ -54,7 +54,9 @@ TO_TORCH_STEPS = tuple(CONV + s for s in (
     "ContractEmitter.emit", "_Converter._call", "_Converter._output", "shared_custom_meta",
     "provenance", "program_state", "_Converter._range_constraints",
     "_Converter._module_call_graph", "_Converter._examples", "exported_program",
-    "input_guards", "fill_stacks", "Boundaries", "_Converter._as_torch_settings")) + (
+    "input_guards", "Boundaries", "_Converter._as_torch_settings", "plan_of",
+    "faithful_at_zero", "with_guards", "root_of", "check_narrowing", "split_sections",
+    "quiet_symbol_logs", "arg_names", "outside_modes", "gc_paused", "entered")) + (
     "torch._subclasses.fake_tensor:FakeTensorMode.__enter__",
     "torch._subclasses.fake_tensor:FakeTensorMode.__exit__",
     "torch.fx.graph_module:GraphModule.__init__",

@@ -81,6 +81,7 @@ class FakeBuilder:
         self.exprs: dict[Expr, Any] = {}   # our Expr -> torch SymInt
         self.stride_memo: dict[tuple, list] = {}  # torch sizes -> contiguous strides
         self.keep: list = []  # what the memos' keys are made from (`_key`: identities)
+        self.own_ranks: dict[tuple, int] = {}  # (sizes, dtype) -> static inputs made of it
         self.built = 0                     # values made here (for the benchmark)
         _CONVERSIONS[0] += 1
 
@@ -205,6 +206,22 @@ class FakeBuilder:
             key = (tuple([_key(s) for s in sizes]),
                    None if strides is None else tuple([_key(s) for s in strides]), dtype)
             elem = self.metas.get(key)
+        elif strides is None and all(s.__class__ is int for s in sizes):
+            # an input of static sizes: its meta tensor the process's for its form and
+            # rank among this conversion's such inputs (as `statics` keeps the state's:
+            # a storage of its own within the program; torch.empty per conversion
+            # otherwise, ~10k instructions)
+            form = (tuple(sizes), dtype)
+            rank = self.own_ranks[form] = self.own_ranks.get(form, -1) + 1
+            elem = _INPUT_ELEMS.get((form, rank))
+            if elem is None:
+                if len(_INPUT_ELEMS) > 4096:
+                    _INPUT_ELEMS.clear()
+                elem = _INPUT_ELEMS[(form, rank)] = self.meta_tensor(sizes, None, dtype, True)
+            self.built += 1
+            fake = self.wrap(elem, device)
+            self.elems[id(fake)] = elem
+            return fake
         if own or elem is None:
             elem = self.meta_tensor(sizes, strides, dtype, own)
             if not own:
@@ -449,6 +466,10 @@ class FakeBuilder:
 # ((sizes, strides, dtype), rank among a program's values of that form) -> a meta tensor
 # of that form (``statics``: a state value's own storage within its program)
 _STATIC_ELEMS: dict[tuple, torch.Tensor] = {}
+
+# ((sizes, dtype), rank among a conversion's user inputs of static sizes of that form) -> a
+# contiguous meta tensor of that form (``make``: an input's own storage within its program)
+_INPUT_ELEMS: dict[tuple, torch.Tensor] = {}
 
 # (a CPU device, the mode's data-pointer and meta settings) -> the attributes torch's
 # FakeTensor constructor gave a value (its mode: the conversion's, replaced), normalized

@@ -37,12 +37,51 @@ from safetrace.errors import interop as EI
 from safetrace.interop.hops import shape_env_of
 from safetrace.interop.zero_folds import UNDEFINED as _UNDEFINED
 from safetrace.interop.zero_folds import evaluated as _evaluated
+from safetrace.interop.plan import plan_of
 
 _aten = torch.ops.aten
 _SIZE_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
              operator.neg, operator.eq, operator.ne, operator.lt, operator.le, operator.gt,
              operator.ge, operator.and_, operator.or_, operator.not_, torch.sym_max,
              torch.sym_min, torch.sym_not, torch.sym_ite}
+
+
+def converted(ep: Any, key: tuple, converter: Callable[[frozenset], Any]) -> Any:
+    """`ep` converted (``converter(names).run()``: our symbols `names` non-positive), its
+    size nodes faithful at 0 (`faithful_at_zero`), and the sizes of values torch folds at
+    a Dim's 0 (`zero_folds.note_fold`) kept on its graph module's meta as
+    ``safetrace_zero_sized`` (our symbol -> (torch's name, those sizes, whether the first
+    conversion was kept): aoti.py checks them).  Both are kept with the program's plan
+    under `key` once found (a conversion of one program makes the same values in the same
+    order): a later conversion is made once, with those symbols, and its size nodes are
+    not walked again.  A conversion with no input symbol whose range holds 0 (every static
+    program) has nothing to fold."""
+    memo = plan_of(ep)[6]
+    known = memo.get(key)
+    if known is not None:
+        names, sized = known
+        tep = converter(names).run()
+        if sized:
+            tep.graph_module.meta["safetrace_zero_sized"] = dict(sized)
+        return tep
+    first = converter(frozenset())
+    made = tep = first.run()
+    chosen = frozenset()
+    if first.zero_symbols:
+        def again(names: frozenset) -> Any:
+            nonlocal chosen
+            other = converter(names).run()
+            chosen = names
+            return other
+        tep = faithful_at_zero(made, first.ours_of(), again, first.zero_folds)
+    sized = None
+    if first.zero_sizes:  # (compilers may size such values at 1 still: aoti.py)
+        theirs = {ours: name for name, ours in first.ours_of().items()}
+        sized = {ours: (theirs.get(ours, ours), sizes, tep is made)
+                 for ours, sizes in first.zero_sizes.items()}
+        tep.graph_module.meta["safetrace_zero_sized"] = dict(sized)
+    memo[key] = (chosen if tep is not made else frozenset(), sized)
+    return tep
 
 
 def faithful_at_zero(tep: Any, ours_of: dict[str, str],

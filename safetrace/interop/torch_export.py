@@ -51,9 +51,9 @@ from safetrace.interop.quoted_guards import quoted_paths
 from safetrace.interop.sections import split_sections
 from safetrace.interop.load_checks import lowered
 from safetrace.interop.memos import MASK_OPS, remember, shared_rows
-from safetrace.interop.plan import (input_kind, plan_of, positional, specialized,
-                                    state_spec)
-from safetrace.interop.positivity import faithful_at_zero
+from safetrace.interop.plan import (input_kind, plan_of, positional, settled,
+                                    specialized, state_spec)
+from safetrace.interop.positivity import converted
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, hop_value,
                                    holds_where_branch_runs, identity_slice, map_under_grad,
                                    quiet_symbol_logs, sizes_from_data,
@@ -103,16 +103,8 @@ def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
     # (a conversion inside the user's own FakeTensorMode: the program is built with its
     # own fake values, outside the user's mode, as torch.export builds its own)
     with outside_modes(), gc_paused():
-        first = _Converter(ep, strict, verify)
-        made = first.run()
-        tep = faithful_at_zero(made, first.ours_of, lambda names: _Converter(
-            ep, strict, verify, names).run(), first.zero_folds)
-        if first.zero_sizes:  # (compilers may size such values at 1 still: aoti.py)
-            theirs = {ours: name for name, ours in first.ours_of.items()}
-            tep.graph_module.meta["safetrace_zero_sized"] = {
-                ours: (theirs.get(ours, ours), sizes, tep is made)
-                for ours, sizes in first.zero_sizes.items()}
-        return tep
+        return converted(ep, ("from_zero", strict, verify),
+                         lambda names: _Converter(ep, strict, verify, names))
 
 
 class _Converter:
@@ -122,9 +114,9 @@ class _Converter:
         self.strict = strict
         self.verify = verify
         self.from_zero = from_zero  # (our symbols made non-positive: positivity.py)
-        self.zero_folds: dict[str, Any] = {}  # our symbol -> a size torch folds at its 0
-        self.zero_sizes: dict[str, list] = {}  # our symbol -> every such size
-        self.ours_of: dict[str, str] = {}  # torch symbol name -> ours
+        self.zero_folds, self.zero_sizes = {}, {}  # our symbol -> 1st / all sizes folded at 0
+        self.ours: dict[Any, str] = {}  # torch symbol -> our symbol's name
+        self.zero_symbols = False  # (whether an input symbol's range may hold 0)
         self.shape_env = conversion_env()
         quiet_symbol_logs(self.shape_env)
         self.mode = conversion_mode(self.shape_env)
@@ -156,36 +148,13 @@ class _Converter:
         # Size-oblivious answers for `size == 1` tests (broadcasting, contiguity): our
         # engine already proved every shape for the whole input space, and each node's
         # shape is compared with ours below, so torch needs no 0/1 guards of its own.
-        with _PROPAGATING, config_set(fx_config(), "backed_size_oblivious", True), \
-                entered(self.mode), enable_python_dispatcher(), \
-                torch.set_grad_enabled(torch.is_grad_enabled()):
-            inputs = []
-            aliased = vars(ep).get("state_aliases")
-            # (the placeholders made in one run, their names kept per program's list:
-            # trace/graph.py's add_placeholders; a state's other paths interleave theirs)
-            made = None if aliased else add_placeholders(
-                self.graph, [ours[s.name].name for s in ordered])
-            for k, s in enumerate(ordered):  # (a state's other paths: placeholders too)
-                inputs.append(self._placeholder(s, ours[s.name],
-                                                made[k] if made is not None else None))
-                if aliased:
-                    inputs += alias_inputs(self, s, inputs[-1])
-            self.emitter.emit(self._user_leaves(ordered, ours))
-            self.contract_guards = len(self.shape_env.guards)
-            if walk is None:  # (no subgraph: the plan's call nodes, in order)
-                call = self._call
-                for node in calls:
-                    call(node)
-            else:
-                for node in walk:
-                    if node.op == "call_function":
-                        self._call(node)
-                    else:  # a control-flow subgraph
-                        self.env[node] = convert_get_attr(self, node, ep.graph)
-            self.bounds.returned_sizes()  # (a preserved call's size outputs: inside it)
-            outputs = self._output(out)
-            check_narrowing(self)
-            split_sections(self.graph, self.attrs)  # (dynamic tensor_split: slices)
+        if settled(self, ordered, calls, walk):  # (no kernel runs: no mode needed)
+            inputs, outputs = self._nodes(ours, ordered, calls, walk, out)
+        else:
+            with _PROPAGATING, config_set(fx_config(), "backed_size_oblivious", True), \
+                    entered(self.mode), enable_python_dispatcher(), \
+                    torch.set_grad_enabled(torch.is_grad_enabled()):
+                inputs, outputs = self._nodes(ours, ordered, calls, walk, out)
         shared_custom_meta(calls, self.graph)
         if self.fake_objects:  # (a torchbind object's placeholder: torchbind.py)
             custom_obj_values(self, self.graph)
@@ -228,6 +197,39 @@ class _Converter:
         with_guards(tep, input_guards(self.ep, tep), quoted)
         return tep
 
+    def _nodes(self, ours: dict, ordered: list, calls: list, walk: list | None,
+               out: torch.fx.Node) -> tuple[list, list]:
+        """Placeholders, the contract's checks, nodes, output: input and output specs."""
+        ep = self.ep
+        inputs = []
+        aliased = vars(ep).get("state_aliases")
+        # (the placeholders made in one run, their names kept per program's list:
+        # trace/graph.py's add_placeholders; a state's other paths interleave theirs)
+        made = None if aliased else add_placeholders(
+            self.graph, [ours[s.name].name for s in ordered])
+        for k, s in enumerate(ordered):  # (a state's other paths: placeholders too)
+            inputs.append(self._placeholder(s, ours[s.name],
+                                            made[k] if made is not None else None))
+            if aliased:
+                inputs += alias_inputs(self, s, inputs[-1])
+        self.emitter.emit(self._user_leaves(ordered, ours))
+        self.contract_guards = len(self.shape_env.guards)
+        if walk is None:  # (no subgraph: the plan's call nodes, in order)
+            call = self._call
+            for node in calls:
+                call(node)
+        else:
+            for node in walk:
+                if node.op == "call_function":
+                    self._call(node)
+                else:  # a control-flow subgraph
+                    self.env[node] = convert_get_attr(self, node, ep.graph)
+        self.bounds.returned_sizes()  # (a preserved call's size outputs: inside it)
+        outputs = self._output(out)
+        check_narrowing(self)
+        split_sections(self.graph, self.attrs)  # (dynamic tensor_split: slices)
+        return inputs, outputs
+
     def _as_torch_settings(self) -> None:
         """After propagation, the ShapeEnv specializes 0 and 1 as torch.export's does.
 
@@ -252,8 +254,14 @@ class _Converter:
             # equality as a replacement: Eq(n, 1) true at an example of 1 made the
             # decomposed program's n the number 1, Eq(n, 0) at 0 of a non-positive n)
         v = backed_symint(self.shape_env, hint, where, vr, positive)
-        self.ours_of[str(v.node.expr)] = name
+        self.ours[v.node.expr] = name
+        if not (type(lo) is int and lo > 0):
+            self.zero_symbols = True
         return v
+
+    def ours_of(self) -> dict[str, str]:
+        """torch symbol name -> ours (sympy's printer per symbol: made where asked)."""
+        return {str(expr): name for expr, name in self.ours.items()}
 
     # -- placeholders ------------------------------------------------------------------------
     def _placeholder(self, spec: Any, node: torch.fx.Node,

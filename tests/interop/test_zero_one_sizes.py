@@ -156,3 +156,36 @@ def test_max_one_aoti_package_gives_eagers_value_at_zero(tmp_path):
         torch.testing.assert_close(_outputs(run(x))[0], _MaxOne()(x))
     with pytest.raises(Exception):
         run(torch.randn(65, 3))
+
+
+def test_a_later_conversion_of_a_folding_program_is_made_once(monkeypatch):
+    # before: every ep.to_torch() of a program with a size fold at a Dim's 0 converted it
+    # twice (the first conversion, then again with that symbol non-positive)
+    from safetrace.interop import torch_export
+
+    made = []
+    run = torch_export._Converter.run
+    monkeypatch.setattr(torch_export._Converter, "run",
+                        lambda self: (made.append(self.from_zero), run(self))[1])
+    ep = st.export(_MaxOne(), (torch.randn(4, 3),), dynamic_shapes=({0: Dim("n", max=64)},))
+    first = ep.to_torch()
+    assert len(made) == 2 and made[1]  # (found: converted again, non-positive)
+    second = ep.to_torch()
+    assert made[2:] == [made[1]]  # once, with the symbols the first found
+    assert second.graph_module.code == first.graph_module.code
+    assert str(second.range_constraints) == str(first.range_constraints)
+    assert str(second.graph_signature) == str(first.graph_signature)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        decomposed = second.run_decompositions().module()
+    for n in (0, 1, 2, 64):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(decomposed(x), _MaxOne()(x))
+        torch.testing.assert_close(second.module()(x), _MaxOne()(x))
+    with pytest.raises(Exception):
+        second.module()(torch.randn(65, 3))
+    # a program with no size fold at 0 is converted once, the first time too
+    made.clear()
+    _ = st.export(_Plain(), (torch.randn(4, 3),),
+                  dynamic_shapes=({0: Dim("n", max=64)},)).to_torch()
+    assert made == [frozenset()]
