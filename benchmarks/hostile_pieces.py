@@ -12,8 +12,12 @@ arguments size what it allocates or loops over (``histc`` bins, ``linspace`` ste
 ``expand`` then ``clone``, ``tril_indices``, ``combinations``, ``cartesian_prod``,
 ``kron``, ``diag_embed``, window functions, ``randperm``, ``multinomial``, pads,
 ``fft`` lengths, ``col2im``, ``max_unpool2d``, ``diff``, ``repeat``, ``tile``,
-``repeat_interleave``, ``nonzero_static``, ``quantile``) at a hostile count.  A call
-that hangs, runs out of memory or crashes is a finding (the worker's checks).
+``repeat_interleave``, ``nonzero_static``, ``quantile``) at a hostile count; ``inplace``:
+an in-place op that changes its tensor's shape or layout (``unsqueeze_``, ``t_``,
+``transpose_``, ``squeeze_``, ``swapdims_``) on an input the caller gives, maybe after a
+value write (``add_``), which must be refused at load (one that runs: ``judged``, a
+finding: the caller's tensor comes back of another shape).  A call that hangs, runs out
+of memory or crashes is a finding (the worker's checks).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import random
 
 from tests.serialize.surgery import pack, parts
 
-KINDS = ("pieces", "allocs")
+KINDS = ("pieces", "allocs", "inplace")
 _COUNTS = (2, 7, 1000, 1 << 16, (1 << 16) + 1, 1 << 20, 1 << 25, 1 << 30)
 _A = "torch.ops.aten."
 
@@ -104,8 +108,46 @@ def _allocs(t: dict, n: int, rng: random.Random) -> tuple[str, list]:
     return how, made[how]
 
 
+_RESHAPING = (("unsqueeze_.default", 0), ("t_.default",), ("transpose_.default", 0, -1),
+              ("squeeze_.dim", 0), ("swapdims_.default", -1, 0), ("squeeze_.default",))
+
+
+def _inplace(doc: dict, rng: random.Random) -> str | None:
+    given = {s.get("name") for s in doc.get("inputs") or () if isinstance(s, dict) and
+             s.get("kind") == "user_input"}
+    inputs = [n for n in _tensors(doc, False) if n in given]
+    if not inputs:
+        return None
+    target, *args = rng.choice(_RESHAPING)
+    x = {"node": rng.choice(inputs)}
+    nodes = []
+    if rng.random() < 0.3:
+        nodes.append(_call("hp_w", "add_.Scalar", x, 1))
+        x = {"node": "hp_w"}
+    nodes.append(_call("hp_y", target, x, *args))
+    d = doc["nodes"]
+    d[len(d) - 1:len(d) - 1] = nodes
+    return target.split(".")[0]
+
+
+def judged(label: str, outcome: str) -> str:
+    """``outcome`` of the variant ``label``: an ``inplace`` variant that ran left the
+    caller's tensor of another shape or layout (a finding)."""
+    if label.split("/", 1)[-1].startswith("inplace:") and outcome in ("ran", "call_refused"):
+        return f"FINDING an input reshaped in place {outcome}"
+    return outcome
+
+
 def variants(blob: bytes, rng: random.Random, count: int, kind: str) -> list:
     doc, tensors = parts(blob)
+    if kind == "inplace":
+        out = []
+        for _ in range(count):
+            d = copy.deepcopy(doc)
+            how = _inplace(d, rng)
+            if how is not None:
+                out.append((f"inplace:{how}", pack(d, tensors)))
+        return out
     sites = _tensors(doc, kind == "allocs")
     out = []
     for _ in range(count if sites else 0):

@@ -41,8 +41,8 @@ device kinds, float8 state (``kinds``: benchmarks/hostile_kinds.py, session 36),
 kernels that loop over a count of the file for each element, and variants loaded with
 ``mmap=True`` checked against a second mapping and a copy of the bytes (``loops``,
 ``mapped``: benchmarks/hostile_pages.py, session 37), splits into a hostile count of
-pieces and operators whose arguments size what they allocate (``pieces``, ``allocs``:
-benchmarks/hostile_pieces.py, session 38),
+pieces, operators whose arguments size what they allocate, in-place changes of an
+input's shape (``pieces``, ``allocs``, ``inplace``: benchmarks/hostile_pieces.py, session 38),
 and sizes read from data
 recorded as other such sizes (``reads``: a clamped
 ``min(u0, 5)`` written ``u0``, symbols swapped, numbers shifted, assertions removed,
@@ -815,7 +815,7 @@ def main() -> int:
                          "alias,names,ops,ranges,views,operands,records,offsets,order,"
                          "counts,depth,dups,unicode,recmeta,lists,afterload,reads,"
                          "literals,exprs,targets,refs,specs,zerodims,overflow,parent,scales,wnorm,"
-                         "modes,enums,kinds,mapped,loops,pieces,allocs)")
+                         "modes,enums,kinds,mapped,loops,pieces,allocs,inplace)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import hostile_extra
@@ -843,7 +843,7 @@ def main() -> int:
         n = a.per_program
         wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel,text,alias,names,ops,"
                                "ranges,views,operands,records,afterload,reads,kinds,mapped,loops,"
-                               "pieces,allocs," +
+                               "pieces,allocs,inplace," +
                                ",".join(hostile_extra.KINDS + hostile_syntax.KINDS +
                                         hostile_state.KINDS + hostile_scales.KINDS)
                                ).split(","))
@@ -908,7 +908,7 @@ def main() -> int:
     by_class: Counter = Counter()
     for fname, r in sorted(results.items()):
         label = labels[fname]
-        r["outcome"] = hostile_scales.judged(label, r["outcome"])
+        r["outcome"] = hostile_pieces.judged(label, hostile_scales.judged(label, r["outcome"]))
         cls = label.split("/", 1)[1].split(":")[0]
         classes[cls] += 1
         counts[r["outcome"]] += 1
