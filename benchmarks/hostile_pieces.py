@@ -133,7 +133,8 @@ def _inplace(doc: dict, rng: random.Random) -> str | None:
 def judged(label: str, outcome: str) -> str:
     """``outcome`` of the variant ``label``: an ``inplace`` variant that ran left the
     caller's tensor of another shape or layout (a finding)."""
-    if label.split("/", 1)[-1].startswith("inplace:") and outcome in ("ran", "call_refused"):
+    if label.split("/", 1)[-1].startswith("inplace:") and outcome in (
+            "ran", "call_refused", "ran_meta_differs"):
         return f"FINDING an input reshaped in place {outcome}"
     return outcome
 
