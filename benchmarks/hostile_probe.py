@@ -40,7 +40,9 @@ names tied to a parameter the program writes, quantized dtypes, values recorded 
 device kinds, float8 state (``kinds``: benchmarks/hostile_kinds.py, session 36),
 kernels that loop over a count of the file for each element, and variants loaded with
 ``mmap=True`` checked against a second mapping and a copy of the bytes (``loops``,
-``mapped``: benchmarks/hostile_pages.py, session 37),
+``mapped``: benchmarks/hostile_pages.py, session 37), splits into a hostile count of
+pieces, operators whose arguments size what they allocate, in-place changes of an
+input's shape (``pieces``, ``allocs``, ``inplace``: benchmarks/hostile_pieces.py, session 38),
 and sizes read from data
 recorded as other such sizes (``reads``: a clamped
 ``min(u0, 5)`` written ``u0``, symbols swapped, numbers shifted, assertions removed,
@@ -813,13 +815,14 @@ def main() -> int:
                          "alias,names,ops,ranges,views,operands,records,offsets,order,"
                          "counts,depth,dups,unicode,recmeta,lists,afterload,reads,"
                          "literals,exprs,targets,refs,specs,zerodims,overflow,parent,scales,wnorm,"
-                         "modes,enums,kinds,mapped,loops)")
+                         "modes,enums,kinds,mapped,loops,pieces,allocs,inplace)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import hostile_extra
     import hostile_kinds
     import hostile_more
     import hostile_pages
+    import hostile_pieces
     import hostile_reads
     import hostile_scales
     import hostile_state
@@ -839,7 +842,8 @@ def main() -> int:
             continue
         n = a.per_program
         wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel,text,alias,names,ops,"
-                               "ranges,views,operands,records,afterload,reads,kinds,mapped,loops," +
+                               "ranges,views,operands,records,afterload,reads,kinds,mapped,loops,"
+                               "pieces,allocs,inplace," +
                                ",".join(hostile_extra.KINDS + hostile_syntax.KINDS +
                                         hostile_state.KINDS + hostile_scales.KINDS)
                                ).split(","))
@@ -863,6 +867,8 @@ def main() -> int:
             (f"afterload:{r.choice(AFTER_LOAD)}", b) for _ in range(c)], n // 4))
         makers.append(("kinds", lambda b, r, c: hostile_kinds.variants(b, r, c), n // 2))
         makers.append(("loops", hostile_pages.loop_variants, n // 2))
+        makers += [(kind, lambda b, r, c, kind=kind: hostile_pieces.variants(b, r, c, kind),
+                    n // 2) for kind in hostile_pieces.KINDS]
         makers.append(("mapped", lambda b, r, c: hostile_pages.variants(
             b, r, c, [("json", json_variants), ("multi", multi_variants),
                       ("tensor", tensor_variants)]), n // 2))
@@ -902,7 +908,7 @@ def main() -> int:
     by_class: Counter = Counter()
     for fname, r in sorted(results.items()):
         label = labels[fname]
-        r["outcome"] = hostile_scales.judged(label, r["outcome"])
+        r["outcome"] = hostile_pieces.judged(label, hostile_scales.judged(label, r["outcome"]))
         cls = label.split("/", 1)[1].split(":")[0]
         classes[cls] += 1
         counts[r["outcome"]] += 1

@@ -42,7 +42,9 @@ def sizes(op: str, size: Sequence[Any]) -> tuple:
     """Check a size list for negative entries (a guard when symbolic)."""
     size = tuple(size) if isinstance(size, (list, tuple)) else (size,)
     for s in size:
-        check(s >= 0, op, f"Trying to create tensor with negative dimension {s}: {list(size)}")
+        ok = s >= 0
+        if ok is not True:  # (the message lists them all: built only where it may be said)
+            check(ok, op, f"Trying to create tensor with negative dimension {s}: {list(size)}")
     return size
 
 

@@ -61,7 +61,9 @@ def split_with_sizes(self: TensorMeta, split_sizes: Sequence[Size], dim: int = 0
     d = normalize_dim(dim, self.ndim, "split_with_sizes")
     n = self.shape[d]
     for s in split_sizes:
-        check(s >= 0, "split_with_sizes", f"split_with_sizes expects split_sizes have only "
+        ok = s >= 0
+        if ok is not True:  # (the message lists them all: built only where it may be said)
+            check(ok, "split_with_sizes", f"split_with_sizes expects split_sizes have only "
                                           f"non-negative entries, but got split_sizes="
                                           f"{list(split_sizes)}")
     total = sum(split_sizes[1:], split_sizes[0]) if split_sizes else 0

@@ -354,7 +354,16 @@ def bind(op: Any, name: str, args: tuple, kwargs: dict, where: str, budgets: Bud
             _alloc(v, f"{where}: {name} argument {k!r}", max_numel)
     if op._schema.name == "aten::arange":
         _arange(given, where, name, max_numel)
+    count = next((given[k] for k in _COUNTS if k in given), None)
+    if _is_int(count) and count > budgets.max_repeat:  # (its pieces, one tensor each)
+        raise over_budget(f"{where}: {name}", f"a count of {count} pieces, one tensor each, "
+                          f"{budgets.max_repeat} allowed", "max_repeat", count)
     return given
+
+
+# the arguments that count the pieces of a split (``chunk(x, 2**30)`` of a zero-size dim
+# makes 2**30 tensors; a piece count at call is checked by operand_checks.py)
+_COUNTS = ("chunks", "sections")
 
 
 _SIGNATURES: dict = {}

@@ -89,11 +89,16 @@ def state_keeps_shape(graph: torch.fx.Graph, inputs: list, values: dict) -> None
     analysis (its memory and work bounds, the records it holds) never saw: a ``[1, 2**15]``
     buffer transposed each call made ``x * w`` ``[2**15, 1]`` at one call and
     ``[2**15, 2**15]`` (4 GiB) at the next (session 31).  An in-place op returns its
-    tensor itself: the ops after it on what it returns act on the state too."""
+    tensor itself: the ops after it on what it returns act on the state too.
+
+    Of an input the caller gives, any such op is refused (``x.t_()``, ``x.unsqueeze_(0)``:
+    the caller's tensor had another shape or layout after the call, which st.export and
+    torch.export refuse to record; a file could say it, session 38)."""
     own = {s.name: f"{s.kind} {s.target!r}" for s in inputs if s.kind != "user_input"}
+    given = {s.name for s in inputs if s.kind == "user_input"}
     root: dict = {}  # node -> the state placeholder whose tensor it is
     for node in graph.nodes:
-        if node.op == "placeholder" and node.name in own:
+        if node.op == "placeholder" and (node.name in own or node.name in given):
             root[node] = node
             continue
         op = node.target
@@ -101,6 +106,15 @@ def state_keeps_shape(graph: torch.fx.Graph, inputs: list, values: dict) -> None
                 not node.args or node.args[0] not in root or not _returns_self(op):
             continue
         root[node] = state = root[node.args[0]]
+        if state.name in given:
+            if op._opname in _RESHAPING:
+                raise bad_file(f"node {node.name!r}", f"{op} changes the shape or layout of "
+                               f"the input {state.name!r} in place: the caller's tensor would "
+                               "have another shape after the call, which an exported program "
+                               "does not do to an input",
+                               "reshape a new tensor in forward (x = x.unsqueeze(0), out of "
+                               "place), and export and save the program again")
+            continue
         got, want = values.get(node), values.get(state)
         if not isinstance(want, TensorMeta):
             continue

@@ -43,6 +43,13 @@ before each such node (``guard``), made by each load and never saved (``saving.p
   made the kernel allocate 3-6 GiB (float32: minutes of work); their ``output size /
   scale`` must stay within ``4 * (input size + output size)`` (an exported
   ``F.interpolate(..., antialias=True)`` records ``.vec``, whose scales make the sizes);
+* the splits into pieces (``unbind``, ``split``, ``chunk``, ``tensor_split``, ``hsplit``,
+  ``vsplit``, ``dsplit`` and their copies) make one tensor per piece, and how many is a
+  size or a count of the file: ``chunk(x, 2**30)`` of a zero-size dim, or ``unbind`` of
+  a zero-byte ``[2**25, 0]`` tensor, made 2**25-2**30 tensors (minutes, then a
+  MemoryError; session 38).  The count of pieces must be within ``max_repeat`` (the
+  budget of a list's length in a graph call), checked from the operand's size before
+  the kernel runs (where it is not a number at load);
 
 Checked in a subprocess and found checked by torch itself (session 25, torch 2.11):
 indices, targets, pivots and sorters out of range in embedding, embedding_renorm_,
@@ -67,7 +74,7 @@ from typing import Any
 import torch
 
 from safetrace.errors import RuntimeAssertionError
-from safetrace.errors.load import operand_refused, view_outside
+from safetrace.errors.load import operand_refused, over_budget, view_outside
 from safetrace.trace.current import active_tracer
 from safetrace.trace.graph import run_time_check
 
@@ -114,6 +121,15 @@ for _op in (aten.ctc_loss.IntList, aten.ctc_loss.Tensor):  # (and its targets: `
                             "reduction"))
 for _op in ("_fft_r2c", "_fft_c2c", "_fft_c2r"):
     GUARDED[getattr(aten, _op).default] = ("enum", ("normalization",))
+for _op in (aten.unbind.int, aten.unbind_copy.int):
+    GUARDED[_op] = ("pieces", ("self", "dim"))
+for _op in (aten.split.Tensor, aten.unsafe_split.Tensor, aten.split_copy.Tensor):
+    GUARDED[_op] = ("pieces", ("self", "split_size", "dim"))
+for _op in (aten.chunk.default, aten.unsafe_chunk.default):
+    GUARDED[_op] = ("pieces", ("self", "chunks", "dim"))
+for _op in (aten.tensor_split.sections, aten.tensor_split.tensor_indices_or_sections,
+            aten.hsplit.int, aten.vsplit.int, aten.dsplit.int):
+    GUARDED[_op] = ("pieces", ("self", *[a.name for a in _op._schema.arguments][1:2]))
 ENUMS = (0, 1, 2)
 SCALE_REACH = 2 ** 52  # (an int64 cast of an index up to it is exact and in range)
 WINDOW_REACH = 4  # (a scale of output / input gives output / scale = input)
@@ -271,7 +287,61 @@ def _window(node: str, x: Any, output_size: Any, *scales: Any) -> None:
                                   "size + output size))")
 
 
-_KINDS = {"view": _view, "ctc": _ctc, "bags": _bags, "scales": _scales, "norms": _norms,
+def pieces(op: str, shape: Any, arg: Any, dim: Any = None) -> int | None:
+    """How many tensors the split ``op`` (``unbind``, ``split``, ...: its name) of a tensor
+    of ``shape`` makes (None: not known here; the kernel refuses what is not defined)."""
+    if op in ("tensor_split", "hsplit", "vsplit", "dsplit"):
+        if isinstance(arg, torch.Tensor):  # (tensor_indices_or_sections: a count or indices)
+            return None if arg.dim() > 1 else int(arg) if arg.dim() == 0 else arg.numel() + 1
+        return arg if type(arg) is int else None
+    if not shape or type(arg if op != "unbind" else 0) is not int:
+        return None
+    d = (0 if arg is None else arg) if op == "unbind" else 0 if dim is None else dim
+    if type(d) is not int or not -len(shape) <= d < len(shape) or type(shape[d]) is not int:
+        return None
+    n = shape[d]
+    if op == "unbind":
+        return n
+    if arg <= 0:
+        return None
+    if op == "chunk":
+        if n == 0:
+            return arg  # (each piece of size 0)
+        arg = -(-n // arg)  # (chunk splits into pieces of ceil(n / chunks))
+    return max(1, -(-n // arg))
+
+
+def _pieces(node: str, limit: int, op: str, x: Any, arg: Any = None, dim: Any = None) -> None:
+    if not isinstance(x, torch.Tensor):
+        return
+    count = pieces(op, list(x.shape), arg, dim)
+    if count is not None and count > limit:
+        raise operand_refused(node, f"aten.{op}", _too_many(count, list(x.shape), limit))
+
+
+def _too_many(count: int, shape: list, limit: int) -> str:
+    return (f"a tensor of shape {shape} split into {count} pieces, one tensor each, "
+            f"{limit} allowed (the budget max_repeat: st.load(path, budgets="
+            f"{{'max_repeat': {count}}}) if you trust the file)")
+
+
+def _pieces_fit(node: str, limit: int, op: str, x: Any, arg: Any = None,
+                dim: Any = None) -> bool:
+    """Whether the split's count of pieces is known at load, from its operand's evaluated
+    shape (``meta["val"]``) and constant arguments, and within ``limit`` (over it: the
+    file is refused, a ``LoadError``)."""
+    shape = getattr(getattr(x, "meta", {}).get("val"), "shape", None)
+    if shape is None or not all(type(n) is int for n in shape) or \
+            isinstance(arg, torch.fx.Node) or isinstance(dim, torch.fx.Node):
+        return False
+    count = pieces(op, list(shape), arg, dim)
+    if count is not None and count > limit:
+        raise over_budget(f"node {node!r} (aten.{op})", _too_many(count, list(shape), limit),
+                          "max_repeat", count)
+    return count is not None
+
+
+_KINDS = {"view": _view, "pieces": _pieces, "ctc": _ctc, "bags": _bags, "scales": _scales, "norms": _norms,
           "window": _window, "modes": _modes, "enum": _enum,
           "scatter": functools.partial(_view, target="aten.as_strided_scatter")}
 
@@ -287,9 +357,10 @@ def check(kind: str, node: str, *args: Any) -> None:
     fn(node, *args)
 
 
-def guard(graph: torch.fx.Graph) -> None:
+def guard(graph: torch.fx.Graph, max_repeat: int) -> None:
     """Insert ``check`` before each node of ``graph`` that ``GUARDED`` names (the checks
-    a file holds are dropped first: the loader's own replace them)."""
+    a file holds are dropped first: the loader's own replace them); ``max_repeat``: the
+    most pieces a split may make."""
     for node in list(graph.nodes):
         if node.op == "call_function" and node.target is check and not node.users:
             graph.erase_node(node)
@@ -305,6 +376,11 @@ def guard(graph: torch.fx.Graph) -> None:
             if value is None or type(value) is int and value in ENUMS:
                 continue  # (the schema's default, or a constant the kernel knows)
             args: tuple = (f"aten.{node.target._schema.name.split('::')[-1]}", names[0], value)
+        elif kind == "pieces":  # (the op's name, the budget: the message names them)
+            args = (max_repeat, node.target._schema.name.split("::")[-1].removesuffix(
+                "_copy").removeprefix("unsafe_"), *(given.get(n) for n in names))
+            if _pieces_fit(node.name, *args):
+                continue  # (a count known at load and within the budget)
         else:
             args = tuple(given.get(n) for n in names)
         if kind == "modes" and all(type(given.get(n)) is int and given.get(n) in (0, 1, 2)

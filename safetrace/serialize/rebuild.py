@@ -102,7 +102,7 @@ class Builder(StateReader):
         for g in {id(g): g for g in self._all_graphs}.values():
             allocations.guard_sizes(g, self.max_numel, bound.is_sized)
             value_sizes.guard(g, self.alloc.limit, bound.dtypes, bound.is_sized)
-            operand_checks.guard(g)
+            operand_checks.guard(g, self.budgets.max_repeat)
             work.guard(g, bound.bounded, self.alloc.limit, self.max_work)
         for node, iterations in bound.loops.items():  # (the least an iteration touches)
             least = min(int(min(t.bounds(bound.env)[0], 1 << 62)) for t in iterations)
