@@ -19,14 +19,15 @@ from typing import Any
 
 import torch
 
+from safetrace.interop.lazy import symbolic_shapes
+
 _aten = torch.ops.aten
 
 
 def bound_cond_outputs(tep: Any, ep: Any) -> int:
     """Add the bounds of each root-graph cond output's fresh unbounded size of `tep` (a
     conversion of our `ep`), read from the same node of `ep`; returns how many."""
-    from torch.fx.experimental.symbolic_shapes import _constrain_range_for_size
-
+    constrain = symbolic_shapes()._constrain_range_for_size  # (torch's own, as its kernels)
     ours = {n.name: n for n in ep.graph.nodes}
     graph, count = tep.graph, 0
     for node in list(graph.nodes):
@@ -52,7 +53,7 @@ def bound_cond_outputs(tep: Any, ep: Any) -> int:
                 done = graph.call_function(_aten.sym_constrain_range_for_size.default,
                                            (read,), {"min": lo, "max": hi})
             done.meta["val"] = None
-            _constrain_range_for_size(size, min=lo, max=hi)  # (this program's symbol)
+            constrain(size, min=lo, max=hi)  # (this program's symbol)
             anchor, count = done, count + 1
     if count:
         tep.graph_module.recompile()

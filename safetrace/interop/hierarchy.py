@@ -15,7 +15,7 @@ import torch
 from safetrace.errors import ConversionError
 from safetrace.errors import interop as EI
 from safetrace.interop.contract import expr_node
-from safetrace.interop.lazy import exported_program_module
+from safetrace.interop.lazy import exported_program_module, graph_signature
 from safetrace.symbolic.expr import terms
 from safetrace.trace.modules import Hierarchy
 from safetrace.trace.subclasses import ACCESS
@@ -409,8 +409,8 @@ def sizes_held_through_decomposition(tep: Any) -> Iterator[Callable[[Any], None]
     gone (torch's verifier: "Output sym_size_int_2 does not exist in the graph").
     Held as a constant argument meanwhile; the function yielded names, in the new
     program, a node of the same size."""
-    from torch.export.graph_signature import ConstantArgument, SymIntArgument
-
+    ConstantArgument = graph_signature().ConstantArgument
+    SymIntArgument = graph_signature().SymIntArgument
     nodes = {n.name: n for n in tep.graph.nodes}
     held = []
     for k, entry in enumerate(tep.module_call_graph):

@@ -187,10 +187,16 @@ def _static_plan(ep: Any, calls: list, walk: list | None) -> bool:
             return False
     overload, contiguous = torch._ops.OpOverload, torch.ops.aten.contiguous.default
     return all(type(n.target) is overload and n.target is not contiguous and
-               n.target not in MASK_OPS and n.target._opname not in _KERNEL_OWN
+               n.target not in MASK_OPS and n.target not in SPECIALIZING and
+               n.target is not torch.ops.aten.sym_size.int
                for n in calls)
 
 
-# ops the conversion computes another way than from the memo (torch_export's
-# _SPECIALIZING and sym_size): never taken as settled
-_KERNEL_OWN = frozenset({"gru", "rnn_tanh", "rnn_relu", "pad_sequence", "sym_size"})
+# Ops whose fake kernels (Python decompositions looping over time steps) specialize the
+# sequence length: their outputs' metadata is ours instead, so the converted program
+# keeps that dim dynamic (unflatten's input checks and compilers read these values); the
+# conversion never takes them from a kept value (`settled`: such a program is not).
+SPECIALIZING = tuple(getattr(torch.ops.aten, op).input for op in
+                     ("gru", "rnn_tanh", "rnn_relu")) + tuple(
+    getattr(torch.ops.aten, op).data for op in ("gru", "rnn_tanh", "rnn_relu")) + (
+    torch.ops.aten.pad_sequence.default,)  # (its Python max() of lengths: one guarded side)

@@ -31,6 +31,7 @@ from torch.utils import _pytree
 from safetrace.errors import ConversionWarning
 from safetrace.errors import interop as EI
 from safetrace.interop.hops import shape_env_of
+from safetrace.interop.lazy import value_ranges
 
 def leaf_paths(names: list[str], tep: Any) -> list[str] | None:
     """Each user input leaf's guard path (``L['x']``), in placeholder order; None where the
@@ -79,8 +80,7 @@ def new_guards(tep: Any, since: int) -> list[Any]:
     the graph (``roll`` of a slice empty at the example: ``Eq(s0//2 - 1, 0)``, kept as a
     ``clone``), which holds nowhere else (never a replacement of a symbol by a number, nor
     a range narrowed: ``pins`` does not see it)."""
-    from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
-
+    ValueRanges, bound_sympy = value_ranges().ValueRanges, value_ranges().bound_sympy
     env = _env(tep)
     if env is None or len(env.guards) <= since:
         return []

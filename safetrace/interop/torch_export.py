@@ -51,7 +51,7 @@ from safetrace.interop.quoted_guards import quoted_paths
 from safetrace.interop.sections import split_sections
 from safetrace.interop.load_checks import lowered
 from safetrace.interop.memos import MASK_OPS, remember, shared_rows
-from safetrace.interop.plan import (input_kind, plan_of, positional, settled,
+from safetrace.interop.plan import (SPECIALIZING, input_kind, plan_of, positional, settled,
                                     specialized, state_spec)
 from safetrace.interop.positivity import converted
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, hop_value,
@@ -76,13 +76,6 @@ _CONTIGUOUS, _SIZE = torch.ops.aten.contiguous.default, torch.ops.aten.sym_size.
 _SLICE = torch.ops.aten.slice.Tensor
 _NO_VALUE = (torch.ops.aten._assert_tensor_metadata.default,
              torch.ops.aten._assert_scalar.default, torch.ops.aten._assert_async.msg)
-# Ops whose fake kernels (Python decompositions looping over time steps) specialize the
-# sequence length: their outputs' metadata is ours instead, so the converted program
-# keeps that dim dynamic (unflatten's input checks and compilers read these values).
-_SPECIALIZING = tuple(getattr(torch.ops.aten, op).input for op in
-                      ("gru", "rnn_tanh", "rnn_relu")) + tuple(
-    getattr(torch.ops.aten, op).data for op in ("gru", "rnn_tanh", "rnn_relu")) + (
-    torch.ops.aten.pad_sequence.default,)  # (its Python max() of lengths: one guarded side)
 
 
 # One conversion at a time propagates under torch's Python dispatcher.  Its cache of each
@@ -447,7 +440,7 @@ class _Converter:
                 new.meta["val"] = args[0].meta["val"][args[1]]  # a part of a value made
                 return
         try:
-            val = self._from_ours(node) if target in _SPECIALIZING else \
+            val = self._from_ours(node) if target in SPECIALIZING else \
                 self._size_of(args) if target is _SIZE and not (kwargs or self.verify) \
                 else self._run(target, args, kwargs)
         except Exception as exc:  # noqa: BLE001 - reraised with the node that failed
