@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from safetrace.errors.base import ConversionError, InputMismatchError, Where
 
-__all__ = ["CompiledSpecialized", "compiled_specialized", "compiled_without_zero", "WrongDevice", "wrong_device",
+__all__ = ["CompiledSpecialized", "compiled_specialized", "compiled_without_zero",
+           "WrongDevice", "wrong_device",
            "PackageUnchecked", "package_unchecked"]
 
 

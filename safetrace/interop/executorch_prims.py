@@ -17,8 +17,9 @@ warning.
 (ExecuTorch's ``EdgeOpOverload.__call__``) with a symbolic argument computes the Python
 function the operator stands for (``operator.le``, ``torch.sym_max``: ExecuTorch's own
 table) instead: a symbolic value, no guard; on the lowering's own thread only (another
-thread lowering at the same time with ExecuTorch's API keeps ExecuTorch's behaviour).  Calls with plain numbers (and every other
-operator) go to ExecuTorch's method as before; the ``.pte``'s C++ kernels are not involved.
+thread lowering at the same time with ExecuTorch's API keeps ExecuTorch's behaviour).
+Calls with plain numbers (and every other operator) go to ExecuTorch's method as before;
+the ``.pte``'s C++ kernels are not involved.
 Installed under a lock, depth-counted, removed by the last lowering.
 """
 

@@ -341,8 +341,8 @@ def _pieces_fit(node: str, limit: int, op: str, x: Any, arg: Any = None,
     return count is not None
 
 
-_KINDS = {"view": _view, "pieces": _pieces, "ctc": _ctc, "bags": _bags, "scales": _scales, "norms": _norms,
-          "window": _window, "modes": _modes, "enum": _enum,
+_KINDS = {"view": _view, "pieces": _pieces, "ctc": _ctc, "bags": _bags, "scales": _scales,
+          "norms": _norms, "window": _window, "modes": _modes, "enum": _enum,
           "scatter": functools.partial(_view, target="aten.as_strided_scatter")}
 
 

@@ -283,7 +283,8 @@ def _provided() -> list[Patch]:
     if hit is not None and all(map(operator.is_, modules, hit[0])) and \
             all(map(operator.is_, map(dict.get, hit[1], _WATCHED_ATTRS), hit[2])):
         return hit[3]
-    rows = [*asserts.patches(), *fast_overrides.patches(), *hops.patches(), *pyhelpers.patches(), *shims.patches(),
+    rows = [*asserts.patches(), *fast_overrides.patches(), *hops.patches(),
+            *pyhelpers.patches(), *shims.patches(),
             *vmapping.patches(), *scripted.patches(), *_compiler_patches(),
             *_setter_patches()]
     spaces = [_NO_NAMES if m is None else getattr(m, "__dict__", None) for m in modules]
