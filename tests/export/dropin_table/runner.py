@@ -92,7 +92,7 @@ class Row:
     theirs: Any = SAME                      # SAME, NoValues, Refuses or Stricter
     torch_runs: Callable[[Call], bool] = lambda c: True  # inputs torch's program takes
     paths: tuple = ()                       # "decompose", "unflatten", "torch_save",
-    #                                         "st_save", "ours_decompose"
+    #                     "st_save", "ours_decompose", "unflatten_decomposed"
     options: dict = field(default_factory=dict)  # export options, for both exporters
     seed: bool = False                      # reseed before each run (random ops)
     check: Callable | None = None           # check(ep, ref, tmp_path): more assertions
@@ -142,6 +142,8 @@ def _tools(prog: Any, paths: tuple, tmp: Path, tag: str) -> dict:
         out["decompose"] = prog.run_decompositions().module()
     if "unflatten" in paths:
         out["unflatten"] = torch.export.unflatten(prog)
+    if "unflatten_decomposed" in paths:
+        out["unflatten_decomposed"] = torch.export.unflatten(prog.run_decompositions())
     if "torch_save" in paths:
         torch.export.save(prog, tmp / f"{tag}.pt2")
         out["torch_save"] = torch.export.load(tmp / f"{tag}.pt2").module()
