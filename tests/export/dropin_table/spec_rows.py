@@ -133,7 +133,8 @@ ROWS = [
     # torch's program specializes 0 and 1 (its ints are >= 2): compared where it runs
     Row("dynamic-int", "Dim.DYNAMIC on an int input", Head, (_x(), 4), (None, D.DYNAMIC),
         [(_x(), 0), (_x(), 1), (_x(), 8), (_x(), 20)], [(_x(), -1), (_x(), 2.0)],
-        torch_runs=_ints_in(2, 8)),  # (and n <= 8: x's rows)
+        torch_runs=_ints_in(2, 8),  # (and n <= 8: x's rows)
+        paths=("decompose", "torch_save", "st_save", "ours_decompose")),
     Row("additional-inputs-ints", "AdditionalInputs whose ints differ", Head, (_x(), 4),
         _additional(), [(_x(), 2), (_x(), 6), (_x(), 0), (_x(), 1)], [(_x(9), 4)],
         torch_runs=_ints_in(2, 8)),
