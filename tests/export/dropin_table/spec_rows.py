@@ -133,7 +133,13 @@ ROWS = [
     # torch's program specializes 0 and 1 (its ints are >= 2): compared where it runs
     Row("dynamic-int", "Dim.DYNAMIC on an int input", Head, (_x(), 4), (None, D.DYNAMIC),
         [(_x(), 0), (_x(), 1), (_x(), 8), (_x(), 20)], [(_x(), -1), (_x(), 2.0)],
-        torch_runs=_ints_in(2, 8),  # (and n <= 8: x's rows)
+        torch_runs=_ints_in(2, 8)),  # (and n <= 8: x's rows)
+    # kept symbolic through torch's tools on the converted program (torch's retrace of it
+    # decides n <= 8, as torch.export's own program checks: a guard of the decomposed
+    # module; it was refused, "no input's size" to check the decision by)
+    Row("dynamic-int-tools", "dynamic int inputs through save/load and run_decompositions",
+        Head, (_x(), 4), (None, D.DYNAMIC), [(_x(), 0), (_x(), 1), (_x(), 8)],
+        [(_x(), -1)], torch_runs=_ints_in(2, 8),
         paths=("decompose", "torch_save", "st_save", "ours_decompose")),
     Row("additional-inputs-ints", "AdditionalInputs whose ints differ", Head, (_x(), 4),
         _additional(), [(_x(), 2), (_x(), 6), (_x(), 0), (_x(), 1)], [(_x(9), 4)],
