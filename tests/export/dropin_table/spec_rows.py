@@ -36,6 +36,16 @@ class Add(nn.Module):
         return x + y
 
 
+class Add3(nn.Module):
+    def forward(self, x, y, z):
+        return x + y + z
+
+
+class IfNonzero(nn.Module):
+    def forward(self, x):
+        return x + 1 if x.is_nonzero() else x - 1
+
+
 class TopkOfSizes(nn.Module):
     def forward(self, x):
         t = x.new_tensor([x.shape[-1], 1])
@@ -151,12 +161,24 @@ ROWS = [
         (_x(4), _x(4)), {"x": {0: D.AUTO}, "y": {0: _NB}},
         [(_x(2), _x(2)), (_x(16), _x(16))], [(_x(17), _x(17)), (_x(4), _x(5))],
         stricter=[(_x(1), _x(1))]),  # (torch's program takes b = 1 below b's min 2)
+    Row("var-args-spec-wrong-length", "torch's nested spec for forward(*args): a nested "
+        "entry of the wrong length", Star, (_x(4), _x(4)), {"args": ({0: D("b")},)},
+        refused=(st.SpecError, r"\*args", r"'args': \(None, None\)"),
+        theirs=Refuses(Exception, "dynamic_shapes")),
+    Row("auto-two-named-refused", "two named Dims equal only through a Dim.AUTO dim",
+        Add3, (_x(4), _x(4), _x(4)), {"x": {0: D("a")}, "y": {0: D.AUTO}, "z": {0: D("c")}},
+        refused=(st.ConstraintViolationError, "must equal", r"Dim\('a'\)"),
+        theirs=Refuses(Exception, "Constraints violated")),
     Row("topk-of-sizes", "torch.topk(x.new_tensor([...]), 1).values", TopkOfSizes,
         (R(3, 5),), {"x": {0: D("b", min=0, max=8)}}, [(R(0, 5),), (R(1, 5),), (R(8, 5),)],
         [(R(3, 6),), (R(9, 5),)]),
     Row("named-results", "values/indices of sort, max, kthvalue, mode, median, min, topk",
         NamedResults, (R(2, 4),), {"x": {0: D("b", min=1, max=8)}},
         [(R(1, 4),), (R(8, 4),)], [(R(9, 4),), (R(2, 5),)]),
+    Row("is-nonzero-if-refused", "a Python if on is_nonzero (a decision on data)",
+        IfNonzero, (torch.ones(()),),
+        refused=(st.DataDependentError, "u0 == 1", r"st\.check"),
+        theirs=Refuses(Exception, "data-dependent")),
     Row("subclass-input", "tensor subclass input (a two-tensor wrapper)", SubclassIn,
         (_two(3),), None, [(_two(3),)], [(_two(4),)]),
     Row("subclass-torch-function-refused", "tensor subclass overriding __torch_function__",
