@@ -23,6 +23,7 @@ import pytest
 import torch
 
 import safetrace as st
+from tests.helpers import assert_close
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def same(got: Any, want: Any) -> None:
             for n in names:
                 same(getattr(got, n), getattr(want, n))
             return
-        torch.testing.assert_close(got, want, equal_nan=True)
+        assert_close(want, got)  # (shape, dtype and values)
     elif isinstance(want, (tuple, list)):
         assert len(got) == len(want), (got, want)
         if type(want) not in (tuple, list):  # torch.return_types, namedtuples
