@@ -228,6 +228,13 @@ def guard_pins(tep: Any, out: Any, since: int = 0) -> list[str]:
             guards.append(f"{size} >= {int(lo)}")
         if hi < int(1e18):
             guards.append(f"{size} <= {int(hi)}")
+    ints = {s for _, s in input_ints(tep)}
+    if not found and all(e.free_symbols <= ints for e in exprs):  # (on int inputs only)
+        warnings.warn(f"run_decompositions: torch's retrace took {told} on an int "
+                      f"input's value (as torch.export's own program of the model does): "
+                      f"the decomposed program refuses the other values",
+                      ConversionWarning, stacklevel=4)
+        return guards
     warnings.warn(f"run_decompositions: torch's retrace specialized {told} (its meta kernels "
                   f"ran at the export example's sizes and guarded on them, a guard torch "
                   f"drops): the decomposed program refuses other sizes there. Export with "
@@ -239,7 +246,9 @@ def guard_pins(tep: Any, out: Any, since: int = 0) -> list[str]:
 def _told_exprs(tep: Any, exprs: list) -> str:
     if not exprs:
         return ""
-    labels = tep.graph_module.meta.get("safetrace_dim_labels") or {}
+    labels = dict(tep.graph_module.meta.get("safetrace_dim_labels") or {})
+    user = [n for n in tep.graph_signature.user_inputs]
+    labels.update({str(s): user[k] for k, s in input_ints(tep) if k < len(user)})
     names = {s: sympy.Symbol(labels.get(str(s), str(s))) for e in exprs for s in e.free_symbols}
     more = f" and {len(exprs) - 3} more" if len(exprs) > 3 else ""
     return "the decision" + "s" * (len(exprs) > 1) + " " + ", ".join(

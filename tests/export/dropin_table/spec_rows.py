@@ -4,6 +4,7 @@ that used to end in an internal exception."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 from torch.testing._internal.two_tensor import TwoTensor
@@ -112,6 +113,11 @@ def _skips_override(ep, ref, tmp) -> None:
     assert not torch.allclose(ref.module()(x, y), Add()(x, y))  # torch's: wrong
 
 
+def _int_decision_named(ep, ref, tmp) -> None:
+    with pytest.warns(st.ConversionWarning, match=r"the decision `n <= 8` on an int input"):
+        ep.to_torch().run_decompositions()
+
+
 def _x(rows: int = 8) -> torch.Tensor:
     return R(rows, 3)
 
@@ -150,7 +156,8 @@ ROWS = [
     Row("dynamic-int-tools", "dynamic int inputs through save/load and run_decompositions",
         Head, (_x(), 4), (None, D.DYNAMIC), [(_x(), 0), (_x(), 1), (_x(), 8)],
         [(_x(), -1)], torch_runs=_ints_in(2, 8),
-        paths=("decompose", "torch_save", "st_save", "ours_decompose")),
+        paths=("decompose", "torch_save", "st_save", "ours_decompose"),
+        check=_int_decision_named),
     Row("additional-inputs-ints", "AdditionalInputs whose ints differ", Head, (_x(), 4),
         _additional(), [(_x(), 2), (_x(), 6), (_x(), 0), (_x(), 1)], [(_x(9), 4)],
         torch_runs=_ints_in(2, 8)),
