@@ -63,6 +63,21 @@ def input_sizes(tep: Any) -> list[tuple[int, int, Any]]:
     return out
 
 
+def input_ints(tep: Any) -> list[tuple[int, Any]]:
+    """(user input index, torch's raw symbol) of each symbolic int input."""
+    user = set(tep.graph_signature.user_inputs)
+    out, k = [], 0
+    for node in tep.graph.nodes:
+        if node.op != "placeholder" or node.name not in user:
+            continue
+        val = node.meta.get("val")
+        raw = getattr(val.node, "_expr", None) if isinstance(val, torch.SymInt) else None
+        if raw is not None and raw.is_symbol:
+            out.append((k, raw))
+        k += 1
+    return out
+
+
 def _env(tep: Any) -> Any:
     return shape_env_of([n.meta.get("val") for n in tep.graph.find_nodes(op="placeholder")])
 
@@ -213,6 +228,13 @@ def guard_pins(tep: Any, out: Any, since: int = 0) -> list[str]:
             guards.append(f"{size} >= {int(lo)}")
         if hi < int(1e18):
             guards.append(f"{size} <= {int(hi)}")
+    ints = {s for _, s in input_ints(tep)}
+    if not found and all(e.free_symbols <= ints for e in exprs):  # (on int inputs only)
+        warnings.warn(f"run_decompositions: torch's retrace took {told} on an int "
+                      f"input's value (as torch.export's own program of the model does): "
+                      f"the decomposed program refuses the other values",
+                      ConversionWarning, stacklevel=4)
+        return guards
     warnings.warn(f"run_decompositions: torch's retrace specialized {told} (its meta kernels "
                   f"ran at the export example's sizes and guarded on them, a guard torch "
                   f"drops): the decomposed program refuses other sizes there. Export with "
@@ -224,7 +246,9 @@ def guard_pins(tep: Any, out: Any, since: int = 0) -> list[str]:
 def _told_exprs(tep: Any, exprs: list) -> str:
     if not exprs:
         return ""
-    labels = tep.graph_module.meta.get("safetrace_dim_labels") or {}
+    labels = dict(tep.graph_module.meta.get("safetrace_dim_labels") or {})
+    user = [n for n in tep.graph_signature.user_inputs]
+    labels.update({str(s): user[k] for k, s in input_ints(tep) if k < len(user)})
     names = {s: sympy.Symbol(labels.get(str(s), str(s))) for e in exprs for s in e.free_symbols}
     more = f" and {len(exprs) - 3} more" if len(exprs) > 3 else ""
     return "the decision" + "s" * (len(exprs) > 1) + " " + ", ".join(
@@ -240,15 +264,21 @@ def _expr_guards(tep: Any, exprs: list, paths: list[str], told: str) -> list[str
     for k, d, s in input_sizes(tep):
         if k < len(paths):
             where.setdefault(s, sympy.Symbol(f"{paths[k]}.size()[{d}]", integer=True))
+    ints = {s: sympy.Symbol(paths[k], integer=True) for k, s in input_ints(tep)
+            if k < len(paths)}  # (a dynamic int input: its guard path is the int itself)
     out = []
     for e in exprs:
-        if not e.free_symbols <= where.keys():
+        if not e.free_symbols <= where.keys() | ints.keys():
             raise EI.retrace_pins(told, "run_decompositions")
+        code = PythonPrinter().doprint(e.xreplace({**where, **ints}))
+        if e.free_symbols & ints.keys():  # (an int: no size's 0 and 1 to set apart)
+            out.append(code)
+            continue
         # (checked where each of its sizes is 2 or more: torch's retrace assumes no size
         # is 0 or 1 as torch.export's programs do, and ``pins`` leaves that too)
         small = sorted(PythonPrinter().doprint(where[s]) for s in e.free_symbols)
         small = small[0] if len(small) == 1 else f"min({', '.join(small)})"
-        out.append(f"{small} < 2 or {PythonPrinter().doprint(e.xreplace(where))}")
+        out.append(f"{small} < 2 or {code}")
     return out
 
 
