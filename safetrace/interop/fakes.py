@@ -48,10 +48,10 @@ import torch
 from safetrace.interop.contract import evaluate
 from safetrace.interop.lazy import fake_tensor
 from safetrace.interop.zero_folds import FOLDING, note_fold
-from safetrace.interop.symbols import backed_symint, conversion_env
 from safetrace.interop.symops import sym_op
 from safetrace.interop.unbacked import unbacked_symint
 from safetrace.interop.view_strides import squeezed_strides, view_strides
+from safetrace.interop.view_probe import RESIZE, probe, storage_nbytes
 from safetrace.symbolic import Expr, to_expr
 from safetrace.symbolic.expr import sym as _sym
 
@@ -82,6 +82,8 @@ class FakeBuilder:
         self.stride_memo: dict[tuple, list] = {}  # torch sizes -> contiguous strides
         self.keep: list = []  # what the memos' keys are made from (`_key`: identities)
         self.own_ranks: dict[tuple, int] = {}  # (sizes, dtype) -> static inputs made of it
+        # id(our shape) -> (the shape, its sizes' key in `by_ours`): the program's (`tensor`)
+        self.shape_keys: dict[int, tuple] = conv.memo.setdefault("shape_keys", {})
         self.built = 0                     # values made here (for the benchmark)
         _CONVERSIONS[0] += 1
 
@@ -182,10 +184,21 @@ class FakeBuilder:
             return self.make([self.size(s) for s in meta.shape], strides, meta.dtype,
                              meta.device)
         # a contiguous value: its meta tensor found by our sizes' identities (the torch
-        # sizes and their key are made once per distinct shape)
-        # (a list comprehension: a generator's resume per size costs more)
-        key = (tuple([s if s.__class__ is int else id(s.expr) if hasattr(s, "expr") else s
-                      for s in meta.shape]), meta.dtype)
+        # sizes and their key are made once per distinct shape); the identities of a
+        # shape's sizes kept per program by the shape (a tuple, held by the program's
+        # node: each conversion found the same ones, ~80 opcodes a value)
+        shape = meta.shape
+        hit = self.shape_keys.get(id(shape))
+        if hit is not None and hit[0] is shape:
+            key = (hit[1], meta.dtype)
+        else:
+            # (a list comprehension: a generator's resume per size costs more)
+            ids = tuple([s if s.__class__ is int else id(s.expr) if hasattr(s, "expr")
+                         else s for s in shape])
+            if len(self.shape_keys) > 100_000:
+                self.shape_keys.clear()
+            self.shape_keys[id(shape)] = (shape, ids)
+            key = (ids, meta.dtype)
         elem = self.by_ours.get(key)
         if elem is None:
             fake = self.make([self.size(s) for s in meta.shape], None, meta.dtype,
@@ -203,8 +216,7 @@ class FakeBuilder:
         and device; `own`: a placeholder's, on a storage of its own (torch's size)."""
         key = None
         if not own:
-            key = (tuple([_key(s) for s in sizes]),
-                   None if strides is None else tuple([_key(s) for s in strides]), dtype)
+            key = (_keys(sizes), None if strides is None else _keys(strides), dtype)
             elem = self.metas.get(key)
         elif strides is None and all(s.__class__ is int for s in sizes):
             # an input of static sizes: its meta tensor the process's for its form and
@@ -219,7 +231,7 @@ class FakeBuilder:
                     _INPUT_ELEMS.clear()
                 elem = _INPUT_ELEMS[(form, rank)] = self.meta_tensor(sizes, None, dtype, True)
             self.built += 1
-            fake = self.wrap(elem, device)
+            fake = self.wrap(elem, device, False, _FLAGGED)
             self.elems[id(fake)] = elem
             return fake
         if own or elem is None:
@@ -251,7 +263,7 @@ class FakeBuilder:
                     # size) from the memoized arithmetic, on a storage of its own
                     elem = torch.empty(0, dtype=dtype, device=_META).as_strided(
                         sizes, self.contiguous(sizes))
-                    _RESIZE(elem, storage_nbytes(sizes, dtype))
+                    RESIZE(elem, storage_nbytes(sizes, dtype))
                     return elem
                 if all(s.__class__ is int for s in sizes) and (
                         strides is None or all(s.__class__ is int for s in strides)):
@@ -275,7 +287,8 @@ class FakeBuilder:
             if old is not None:
                 torch._C._set_dispatch_mode(old)
 
-    def wrap(self, elem: torch.Tensor, device: Any, grad: bool = False) -> Any:
+    def wrap(self, elem: torch.Tensor, device: Any, grad: bool = False,
+             kept: dict | None = None) -> Any:
         """``FakeTensor(mode, elem, device)`` (`grad`: then ``requires_grad_(True)``).
         torch's constructor runs once per device; later values copy the attributes it gave
         (the mode, the device, empty memos) onto the same subclass wrapping: the
@@ -290,15 +303,24 @@ class FakeBuilder:
                 mutable = (torch._C._set_warn_deprecated_on_mutable_data_ptr
                            if self.conv.mode._allow_unsafe_data_ptr_access
                            else torch._C._set_throw_on_mutable_data_ptr)
-                self.states[device] = (dict(fake.__dict__), fake.fake_device, mutable)
+                self.states[device] = (dict(fake.__dict__), fake.fake_device, mutable, {})
                 if device.type == "cpu":  # (a CPU device's is the same in every conversion)
-                    _CPU_STATES[self._state_key(device)] = self.states[device]
+                    _CPU_STATES[self._state_key(device)] = self.states[device][:3] + (None,)
             return fake.requires_grad_(True) if grad else fake
-        fields, normalized, mutable = state
+        fields, normalized, mutable, flagged = state
         fake = torch.Tensor._make_subclass(self.fake_class, elem, grad or elem.requires_grad,
                                            dispatch_device=True,
                                            device_for_backend_keys=normalized)
-        mutable(fake)
+        # (the constructor's mutable-data-pointer flag is its storage's, which the new
+        # value shares with `elem`: set once per elem and setter, ~1.4k instructions a
+        # call; `kept`: the process's tables, for elems of its caches, by setter)
+        if kept is not None:
+            flagged = kept[mutable]
+        if flagged.get(id(elem)) is not elem:
+            mutable(fake)
+            if len(flagged) > 8192:
+                flagged.clear()
+            flagged[id(elem)] = elem
         # (a copy of the attributes set as the new value's dict: ~0.2 µs, where updating
         # the empty dict it has inserts each of the ~20 attributes, ~1.3 µs)
         fake.__dict__ = fields.copy()
@@ -318,10 +340,10 @@ class FakeBuilder:
         made = _CPU_STATES.get(self._state_key(device))
         if made is None:
             return None
-        fields, normalized, mutable = made
+        fields, normalized, mutable, _ = made
         fields = dict(fields)
         fields["fake_mode"] = self.conv.mode
-        state = self.states[device] = (fields, normalized, mutable)
+        state = self.states[device] = (fields, normalized, mutable, {})
         return state
 
     def contiguous(self, sizes: list, key: tuple | None = None) -> list:
@@ -329,7 +351,7 @@ class FakeBuilder:
         next one times ``max(next size, 1)``, symops' ``stride``), memoized by suffix:
         across a program most tensors share their trailing sizes."""
         if key is None:
-            key = tuple([_key(s) for s in sizes])
+            key = _keys(sizes)
         hit = self.stride_memo.get(key)
         if hit is None:
             if len(sizes) <= 1:
@@ -385,7 +407,7 @@ class FakeBuilder:
                     cache.clear()
                 elem = cache[(form, rank)] = torch.empty_strided(
                     form[0], form[1], dtype=form[2], device=_META)
-            fake = out[key] = wrap(elem, value.device, value.requires_grad)
+            fake = out[key] = wrap(elem, value.device, value.requires_grad, _FLAGGED)
             elems[id(fake)] = elem
         self.built += len(out)
         return out
@@ -456,7 +478,7 @@ class FakeBuilder:
                 out.append(None)
                 continue
             elem, device = part
-            fake = self.wrap(elem, device)
+            fake = self.wrap(elem, device, False, _FLAGGED)  # (static: the program's)
             self.elems[id(fake)] = elem
             out.append(fake)
         self.built += len(parts)
@@ -471,26 +493,17 @@ _STATIC_ELEMS: dict[tuple, torch.Tensor] = {}
 # contiguous meta tensor of that form (``make``: an input's own storage within its program)
 _INPUT_ELEMS: dict[tuple, torch.Tensor] = {}
 
+# the mutable-data-pointer setter -> {id of an elem of sizes all ints (the tables above,
+# a program's kept values) whose storage it flagged: the elem}: `wrap` sets it once
+_FLAGGED: dict[Any, dict] = {torch._C._set_warn_deprecated_on_mutable_data_ptr: {},
+                             torch._C._set_throw_on_mutable_data_ptr: {}}
+
 # (a CPU device, the mode's data-pointer and meta settings) -> the attributes torch's
 # FakeTensor constructor gave a value (its mode: the conversion's, replaced), normalized
 # device, mutable-data-pointer setter
 _CPU_STATES: dict[tuple, tuple] = {}
 
 
-def storage_nbytes(sizes: list, dtype: torch.dtype) -> Any:
-    """torch.empty's storage size of a contiguous tensor: ``itemsize * (0 + numel)``, the
-    numel a product from 1, in that order (the expression's form depends on it)."""
-    numel: Any = 1
-    for s in sizes:
-        numel = sym_op("mul", numel, s)
-    return sym_op("mul", dtype.itemsize, sym_op("add", 0, numel))
-
-
-def _resize(elem: torch.Tensor, nbytes: Any) -> None:
-    torch.ops.inductor.resize_storage_bytes_.default(elem, nbytes)
-
-
-_RESIZE = _resize
 
 
 # Conversions begun in this process.  Its first converts with torch.empty's inputs: the
@@ -514,54 +527,16 @@ def own_views(rank: int) -> bool:
     if rank < 1 or rank > 4 or not hasattr(torch.ops.inductor, "resize_storage_bytes_"):
         return False
     try:
-        return _probe(rank, False) == _probe(rank, True)
+        return probe(rank, False, _contiguous) == probe(rank, True, _contiguous)
     except Exception:  # noqa: BLE001 - torch's internals moved: torch.empty serves
         return False
 
 
-def _probe(rank: int, fast: bool) -> list:
-    from torch._dispatch.python import enable_python_dispatcher
-    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
-    from torch.utils._sympy.value_ranges import ValueRanges
-
-    out: list = []
-    for shape in range(4):  # (a ShapeEnv each: a guard one made would hide another's)
-        env = conversion_env()
-        mode = FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
-        a = backed_symint(env, 8, "x.shape[0]", ValueRanges(1, 1024))
-        b = backed_symint(env, 5, "x.shape[1]", ValueRanges(0, 64))
-        c = backed_symint(env, 3, "y.shape[0]", ValueRanges(2, 99))
-        builder = FakeBuilder.__new__(FakeBuilder)
-        builder.stride_memo, builder.keep = {}, []
-        sizes = ([a, 3, b, 2][:rank], [2 * a + 1, b, c, 1][:rank],
-                 [a, sym_op("mul", b, c), 4, c][:rank], [2, a, 1, b][-rank:])[shape]
-        with torch._C._DisablePythonDispatcher():
-            if fast:
-                elem = torch.empty(0, dtype=torch.float16, device=_META).as_strided(
-                    sizes, builder.contiguous(sizes))
-                _RESIZE(elem, storage_nbytes(sizes, torch.float16))
-            else:
-                elem = torch.empty(sizes, dtype=torch.float16, device=_META)
-        x = FakeTensor(mode, elem, torch.device("cpu"))
-        row = [_text(x.shape), _text(x.stride()), x.storage_offset(),
-               _text([x.untyped_storage().nbytes()]), x.dtype, x.layout, x.requires_grad,
-               x._is_view(), x._base is None]
-        with mode, enable_python_dispatcher():
-            row.append(x.is_contiguous())
-            if rank == 4:
-                row.append(x.is_contiguous(memory_format=torch.channels_last))
-            for y in (x + 1, x.reshape(-1), x.transpose(0, -1).contiguous(), x.sum(0),
-                      x.unsqueeze(0).expand(2, *x.shape), x.clone(),
-                      x.view(-1) if rank == 1 else x.flatten(1)):
-                row += [_text(y.shape), _text(y.stride()), y.is_contiguous()]
-        row.append(sorted({str(g.expr) for g in env.guards}))  # (a conjunction: its set)
-        out.append(row)
-    return out
-
-
-def _text(values: Any) -> list:
-    return [str(v.node.expr) + f"|{v.node.hint}|{v.node._optimized_summation}"
-            if isinstance(v, torch.SymInt) else v for v in values]
+def _contiguous(sizes: list) -> list:
+    """``FakeBuilder.contiguous`` of a bare builder (`own_views`' check)."""
+    builder = FakeBuilder.__new__(FakeBuilder)
+    builder.stride_memo, builder.keep = {}, []
+    return builder.contiguous(sizes)
 
 
 def _ints(strides: list) -> bool:
@@ -587,6 +562,15 @@ def _key(s: Any) -> Any:
     hashes each suffix.  The builder keeps every keyed value alive (``keep``), so an id
     is not reused within its conversion."""
     return ~id(s.node._expr) if isinstance(s, torch.SymInt) else s
+
+
+def _keys(values: list) -> tuple:
+    """``tuple([_key(s) for s in values])``, `_key` inline for ints and SymInts."""
+    return tuple([s if s.__class__ is int else ~id(s.node._expr) if s.__class__ is _SYMINT
+                  else _key(s) for s in values])
+
+
+_SYMINT = torch.SymInt
 
 
 def builds(target: Any, ours: Any, builder: FakeBuilder) -> Any:

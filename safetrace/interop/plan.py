@@ -5,6 +5,7 @@ never kept here, each conversion makes its own."""
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any
 
 import torch
@@ -171,13 +172,17 @@ def settled(conv: Any, ordered: list, calls: list, walk: list | None) -> bool:
         if not known:
             return False
         kept, built = conv.static_values, conv.built
-        if not all(n in kept and n in built for n in calls):
+        if not all(n in kept and n in built for n in known):
             return False
         memo["settled"] = True  # (the memo and the set only grow)
     return True
 
 
-def _static_plan(ep: Any, calls: list, walk: list | None) -> bool:
+def _static_plan(ep: Any, calls: list, walk: list | None) -> list | bool:
+    """The program's part of `settled`: False, or the call nodes whose values must be
+    kept before a conversion settles (the ATen ops; a part of a multi-output op's value,
+    ``operator.getitem`` of a node whose value is a list, is taken from that list by
+    `_op` with no kernel and no symbolic operation: split's, unbind's parts)."""
     c = ep.contract
     if walk is not None or vars(ep).get("state_aliases") or c.symbols or c.conditions:
         return False
@@ -186,10 +191,24 @@ def _static_plan(ep: Any, calls: list, walk: list | None) -> bool:
                 inp.layout is not None or any(d.kind != "static" for d in inp.dims):
             return False
     overload, contiguous = torch._ops.OpOverload, torch.ops.aten.contiguous.default
-    return all(type(n.target) is overload and n.target is not contiguous and
-               n.target not in MASK_OPS and n.target not in SPECIALIZING and
-               n.target is not torch.ops.aten.sym_size.int
-               for n in calls)
+    ops = []
+    for n in calls:
+        target = n.target
+        if target is operator.getitem and _part_of_list(n):
+            continue
+        if type(target) is not overload or target is contiguous or target in MASK_OPS or \
+                target in SPECIALIZING or target is torch.ops.aten.sym_size.int:
+            return False
+        ops.append(n)
+    return ops or True
+
+
+def _part_of_list(node: torch.fx.Node) -> bool:
+    """``operator.getitem(op, i)`` of an ATen op's node whose value is a list or tuple."""
+    src, index = node.args if len(node.args) == 2 else (None, None)
+    return not node.kwargs and type(index) is int and isinstance(src, torch.fx.Node) and \
+        src.op == "call_function" and type(src.target) is torch._ops.OpOverload and \
+        isinstance(src.meta.get("val"), (tuple, list))
 
 
 # Ops whose fake kernels (Python decompositions looping over time steps) specialize the

@@ -266,8 +266,8 @@ class _Converter:
             new.meta["stack_trace"] = meta["stack_trace"]
         self.env[node] = new
         kind = spec.kind
-        gs = graph_signature()
         if kind == "user_input":
+            gs = graph_signature()
             inp = self.ep.contract.inputs[spec.leaf]
             if isinstance(inp, ConstInput):  # (a torchbind object: a CustomObjArgument)
                 return const_input(self, new, inp.value)

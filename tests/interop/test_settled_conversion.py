@@ -73,6 +73,36 @@ def test_a_static_program_settles_and_converts_alike(monkeypatch):
         ep.module()(torch.randn(5, 6), y)
 
 
+class _Parts(torch.nn.Module):
+    """Parts of multi-output ops (``operator.getitem`` nodes: an attention's q, k, v)."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(8, 24)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).split(8, -1)
+        a, b = x.unbind(0)
+        return (q * k).softmax(-1) @ v.transpose(0, 1), a - b, x.chunk(2, 1)[1]
+
+
+def test_parts_of_multi_output_ops_settle(monkeypatch):
+    seen = _entries(monkeypatch)
+    model = _Parts().eval()
+    x = torch.randn(2, 8)
+    ep = st.export(model, (x,))
+    teps = [ep.to_torch()]
+    first = len(seen)
+    teps += [ep.to_torch() for _ in range(2)]
+    assert len(seen) == first  # the later ones need no mode
+    assert len({_text(t) for t in teps}) == 1
+    for t in (teps[-1].module(), teps[-1].run_decompositions().module()):
+        for got, want in zip(t(x), model(x)):
+            torch.testing.assert_close(got, want)
+        with pytest.raises(Exception):
+            t(torch.randn(3, 8))
+
+
 def test_a_dynamic_program_still_propagates(monkeypatch):
     seen = _entries(monkeypatch)
     model = _Net().eval()
