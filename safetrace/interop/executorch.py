@@ -22,7 +22,7 @@ import torch
 from safetrace.errors import ConversionError, ConversionWarning, conversion_error
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import TensorInput
-from safetrace.interop.retrace_pins import refuse_pins
+from safetrace.interop.retrace_pins import guard_count, new_guards, refuse_pins
 from safetrace.interop.retrace_refusals import refuse_for_retrace
 from safetrace.interop.positivity import node_where
 from safetrace.interop.composites import beyond_torch
@@ -33,7 +33,8 @@ from safetrace.interop.executorch_forms import executorch_forms
 from safetrace.interop.executorch_prims import symbolic_prims
 from safetrace.interop.executorch_strides import strides_from_sizes
 from safetrace.interop.executorch_sums import for_executorch
-from safetrace.interop.retrace_guards import narrowed_maxima, taken_guards
+from safetrace.interop.executorch_plans import plan_facts
+from safetrace.interop.retrace_guards import guard_facts, taken_guards
 from safetrace.interop.executorch_checks import (METHOD, add_input_checks, failure_points,
                                                   keep_data_checks, specialized)
 
@@ -59,6 +60,7 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     exir = _exir()
     tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
     refuse_for_retrace(tep, "st.to_executorch")
+    since = guard_count(tep)  # (the decisions the lowering takes: those after these)
     if tep is not ep:  # (our conversion, made for this call: its strides as ExecuTorch's)
         strides_from_sizes(tep.graph_module)
         bound_cond_outputs(tep, ep)  # (a cond's fresh sizes: our bounds, cond_bounds.py)
@@ -72,7 +74,7 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     # programs too, when a parameter requires grad)
     # (and with ExecuTorch's scalar operators on sizes symbolic: `executorch_prims`)
     try:
-        program = _lowered(exir, ep, tep, partitioner, compile_config)
+        program = _lowered(exir, ep, tep, partitioner, compile_config, since)
     except ConversionError:
         raise  # (our own refusals, `_refuse_specialized`'s: as they are)
     except Exception as exc:
@@ -97,7 +99,8 @@ def _refuse_unbounded(tep: Any, exc: Exception) -> None:
         raise EI.unbounded_merged_size(node_where(conds[0]), "st.to_executorch") from exc
 
 
-def _lowered(exir: Any, ep: Any, tep: Any, partitioner: Any, compile_config: Any) -> Any:
+def _lowered(exir: Any, ep: Any, tep: Any, partitioner: Any, compile_config: Any,
+             since: int) -> Any:
     with torch.no_grad(), symbolic_prims():
         tep = for_executorch(_beyond_torch_table(tep, compile_config))
         if isinstance(ep, torch.export.ExportedProgram):  # torch's own: no contract
@@ -115,7 +118,7 @@ def _lowered(exir: Any, ep: Any, tep: Any, partitioner: Any, compile_config: Any
                                      pinned)]))
             _verify(program, texts, written)
             _refuse_specialized(program, ep.contract, tep,
-                                frozenset((k, d) for k, d, _ in pinned))
+                                frozenset((k, d) for k, d, _ in pinned), since)
     return program
 
 
@@ -240,11 +243,16 @@ def _verify(program: Any, texts: list[str], written: list[int]) -> None:
                 "ep.module()'s contract before calling the .pte")
 
 
-def _refuse_specialized(program: Any, contract: Any, tep: Any, checked: frozenset) -> None:
+def _refuse_specialized(program: Any, contract: Any, tep: Any, checked: frozenset,
+                        since: int) -> None:
     """No .pte whose lowering kept, as facts of its sizes, decisions taken at the stand-in
     size that are false at a size the program accepts (``retrace_guards``): ExecuTorch
     plans memory and static sizes from them.  Where the program holds a size split, every
-    guard is read (its branches ran at one size, each at a size the other side has)."""
+    guard is read (its branches ran at one size, each at a size the other side has);
+    elsewhere the decisions on size expressions the lowering added (`since`: the guard
+    count before it; ``retrace_pins.new_guards``), and a maximum it narrowed: a .pte
+    planned for ``n <= 5`` of ``Dim(max=16)`` (``n//2 - 1 < 2``, a contiguity check at the
+    example) failed at n = 6..16 with ExecuTorch's bare error codes."""
     lowered = program.exported_program()
     names = list(lowered.graph_signature.user_inputs)
     nodes = {n.name: n for n in lowered.graph.nodes if n.op == "placeholder"}
@@ -253,14 +261,9 @@ def _refuse_specialized(program: Any, contract: Any, tep: Any, checked: frozense
                 for m in _graph_modules(tep.graph_module) for n in m.graph.nodes
                 if n.op == "call_function")
     placeholders = [nodes.get(name) for name in names]
-    for where, kept, declared in narrowed_maxima(placeholders, contract):
-        warnings.warn(f"st.to_executorch: ExecuTorch's lowering planned {where} for at most "
-                      f"{kept} (the program declares up to {declared}): torch decided a "
-                      f"condition on it at the stand-in size (a convolution's backend "
-                      f"choice, at some thread counts), and the .pte refuses larger sizes "
-                      f"(set_inputs fails); export with that maximum, or one program per "
-                      f"range of sizes", ConversionWarning, stacklevel=3)
-    found = taken_guards(placeholders, contract, guards=split, checked=checked)
+    decided = [] if split else guard_facts(new_guards(tep, since))
+    found = taken_guards(placeholders, contract, guards=split, checked=checked,
+                         extra=(*decided, *plan_facts(lowered.graph_module)))
     if found is None:
         return
     where, size, fact, lo, hi, symbol = found
@@ -268,8 +271,18 @@ def _refuse_specialized(program: Any, contract: Any, tep: Any, checked: frozense
             for dim in inp.dims if dim.symbol == symbol]
     declared = next((d.declared for d in dims if d.declared), "") or ""
     label = re.search(r"Dim\('([^']+)'", declared)
+    fact = _labelled(fact, tep.graph_module.meta.get("safetrace_dim_labels") or {})
     raise EI.lowering_specialized("st.to_executorch", where, size, fact, lo, hi,
                                   label.group(1) if label else symbol, split)
+
+
+def _labelled(text: str, labels: dict) -> str:
+    """`text` with torch's symbols (``s78``) named as the user's Dims (``n``)."""
+    if not labels:
+        return text
+    names = sorted(labels, key=len, reverse=True)
+    return re.sub(r"\b(" + "|".join(map(re.escape, names)) + r")\b",
+                  lambda m: labels[m.group(1)], text)
 
 
 def _checks_pass(edge_ep: Any, contract: Any, texts: list[str], written: list[int],

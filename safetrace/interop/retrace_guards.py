@@ -33,7 +33,7 @@ _BUDGET = 4096  # points of the declared space evaluated
 
 
 def taken_guards(placeholders: list[Any], contract: Any, guards: bool = False,
-                 checked: frozenset = frozenset()) -> tuple | None:
+                 checked: frozenset = frozenset(), extra: tuple = ()) -> tuple | None:
     """`(where, size, fact, lo, hi, symbol)`: the input dim (``z.shape[0]``) and a size of it the
     program accepts where a fact the retrace took (`fact`, text) does not hold, and the
     stretch ``lo..hi`` of that dim's sizes around the example where every fact holds; None
@@ -42,7 +42,9 @@ def taken_guards(placeholders: list[Any], contract: Any, guards: bool = False,
     range and replacement (what ExecuTorch plans memory and specializes from); with
     `guards`, also every guard on input symbols (torch records benign ones, ``n != 1`` from
     a broadcast, in any program: read them where a branch ran at a foreign size).
-    `checked`: (tensor input, dim) pairs the .pte checks at one size (left out)."""
+    `checked`: (tensor input, dim) pairs the .pte checks at one size (left out).
+    `extra`: more facts, as ``guard_facts`` and ``executorch_plans`` make them (those on
+    input symbols only are read)."""
     symbols: dict[str, Any] = {}   # contract symbol -> torch symbol
     where: dict[str, str] = {}
     env = None
@@ -65,7 +67,9 @@ def taken_guards(placeholders: list[Any], contract: Any, guards: bool = False,
                 env = size.node.shape_env
     if env is None or not symbols:
         return None
-    facts = _facts(env, set(symbols.values()), guards)
+    mine = set(symbols.values())
+    facts = _facts(env, mine, guards)
+    facts += [f for f in extra if f[3] and f[3] <= mine]
     if not facts:
         return None
     ranges = {s.name: (s.checked_lo, s.hi) for s in contract.symbols if s.name in symbols}
@@ -91,6 +95,12 @@ def taken_guards(placeholders: list[Any], contract: Any, guards: bool = False,
     return None
 
 
+def guard_facts(exprs: list[Any]) -> list[tuple[str, Any, bool, set]]:
+    """Facts of decisions a lowering took on size expressions (``retrace_pins.new_guards``),
+    read as guards are: at sizes of 2 or more."""
+    return [(str(e), _evaluator(e), True, e.free_symbols) for e in exprs]
+
+
 def _facts(env: Any, mine: set, guards: bool) -> list[tuple[str, Any]]:
     """(text, holds, is a guard, its symbols) of each range and replacement (and with `guards`, each
     guard) `env` holds on `mine` only.  A guard is judged at sizes >= 2 only: torch
@@ -112,6 +122,11 @@ def _facts(env: Any, mine: set, guards: bool) -> list[tuple[str, Any]]:
             # `narrowed_maxima` warns of it)
             if _above_two(vr.lower):
                 out.append((f"{sym} >= {vr.lower}", _in_range(sym, vr.lower, sympy.oo),
+                            False, {sym}))
+            # (and the upper end, which plans memory: a .pte planned below the declared
+            # maximum fails there in a kernel, with ExecuTorch's bare error code)
+            if _finite(vr.upper):
+                out.append((f"{sym} <= {vr.upper}", _in_range(sym, -sympy.oo, vr.upper),
                             False, {sym}))
         value = env.replacements.get(sym)
         if value is not None and value != sym and value.free_symbols <= mine:
@@ -145,6 +160,13 @@ def narrowed_maxima(placeholders: list[Any], contract: Any) -> list[tuple[str, i
             if kept is not None:
                 out.append((inp.where(d), kept, declared.hi))
     return out
+
+
+def _finite(hi: Any) -> bool:
+    try:
+        return bool(hi < sympy.oo) and bool(hi < int(1e18))
+    except TypeError:
+        return False
 
 
 def _above_two(lo: Any) -> bool:
