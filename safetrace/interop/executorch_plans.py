@@ -11,8 +11,10 @@ sizes the program accepts (a planned tensor resized past its capacity, an ``aran
 negative length), with the runtime's bare error codes (0x12, 0x10).
 
 ``plan_facts`` gives, for each planned value whose size is symbolic, a fact of
-``retrace_guards.taken_guards``: at each size the program accepts, every dim of the value
-is at least 0 and its element count at most its capacity.
+``retrace_guards.taken_guards``: at each size the program accepts, its element count is at
+most its capacity (a negative dim counted as 0: a kernel that sizes its output itself, a
+slice, makes it empty), and where an operator takes the value's size from its arguments
+(``arange``'s end, ``full``'s sizes, a view's shape), every dim is at least 0.
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ from typing import Any, Callable
 
 import sympy
 import torch
+
+# (operators whose output size is the size arguments they are given: a negative one is
+# the runtime's error, or for a view an inferred dim)
+_SIZED_BY_ARGUMENTS = ("arange", "full", "empty", "zeros", "ones", "view_copy",
+                       "expand_copy", "linspace", "rand", "scalar_tensor")
 
 
 def plan_facts(gm: Any) -> list[tuple[str, Callable[[dict], bool | None], bool, set]]:
@@ -53,8 +60,11 @@ def _fact(node: Any) -> tuple | None:
         return None
     symbols = set().union(*(d.free_symbols for d in dims))
     numel = sympy.Mul(*dims)
-    text = f"0 <= {', '.join(map(str, dims))} and {numel} <= {capacity} (the memory " \
-           f"planned for {node.name})"
+    target = str(node.target) if node.op == "call_function" else ""
+    sized = any(name in target for name in _SIZED_BY_ARGUMENTS)
+    text = f"{numel} <= {capacity} (the memory planned for {node.name})"
+    if sized:
+        text = f"{', '.join(map(str, dims))} >= 0 and {text}"
 
     def holds(binding: dict) -> bool | None:
         try:
@@ -64,6 +74,8 @@ def _fact(node: Any) -> tuple | None:
             sizes = [int(v) for v in values]
         except (TypeError, ValueError, ZeroDivisionError):
             return None
-        return min(sizes, default=0) >= 0 and math.prod(sizes) <= capacity
+        if sized and min(sizes, default=0) < 0:
+            return False
+        return math.prod(max(v, 0) for v in sizes) <= capacity
 
     return text, holds, False, symbols
