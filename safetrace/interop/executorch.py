@@ -33,7 +33,8 @@ from safetrace.interop.executorch_forms import executorch_forms
 from safetrace.interop.executorch_prims import symbolic_prims
 from safetrace.interop.executorch_strides import strides_from_sizes
 from safetrace.interop.executorch_sums import for_executorch
-from safetrace.interop.executorch_plans import plan_facts
+from safetrace.interop.executorch_plans import layout_decisions, plan_facts
+from safetrace.interop.hops import shape_env_of
 from safetrace.interop.retrace_guards import guard_facts, taken_guards
 from safetrace.interop.executorch_checks import (METHOD, add_input_checks, failure_points,
                                                   keep_data_checks, specialized)
@@ -261,7 +262,10 @@ def _refuse_specialized(program: Any, contract: Any, tep: Any, checked: frozense
                 for m in _graph_modules(tep.graph_module) for n in m.graph.nodes
                 if n.op == "call_function")
     placeholders = [nodes.get(name) for name in names]
-    decided = [] if split else guard_facts(new_guards(tep, since))
+    layout = layout_decisions(shape_env_of(
+        [n.meta.get("val") for n in tep.graph.find_nodes(op="placeholder")]), since)
+    decided = [] if split else guard_facts([e for e in new_guards(tep, since)
+                                            if e not in layout])
     found = taken_guards(placeholders, contract, guards=split, checked=checked,
                          extra=(*decided, *plan_facts(lowered.graph_module)))
     if found is None:

@@ -90,3 +90,44 @@ def test_every_lowered_pte_is_eager_at_every_accepted_size(model, example, tmp_p
 def test_a_mid_slice_lowers_and_runs_zero_and_one(tmp_path):
     # (the plan's facts hold over the whole declared range: nothing refused)
     assert _eager_everywhere_or_refused(SplitMid(), (6, 3), tmp_path) == "lowered"
+
+
+class UnfoldHalf(torch.nn.Module):
+    def forward(self, x):
+        return x.unfold(1, 1, max(x.shape[1] // 2, 1)) * 2
+
+
+class ModHead(torch.nn.Module):
+    def forward(self, z):
+        return z[: z.shape[0] % 3] + 1
+
+
+@pytest.mark.parametrize("model, example, spec, inside, outside", [
+    # (before: lowered, and the .pte gave other values at w = 4..9: the lowering took
+    # unfold's step max(w//2, 1) as 1 at the example, Eq(Max(1, w//2), 1), and dropped it)
+    (UnfoldHalf(), (3, 1), {1: st.Dim("w", max=9)},
+     [(3, w) for w in range(1, 10)] + [(0, 5), (1, 4)], [(3, 10)]),
+    # (a layout decision at the example, Eq(n % 3, 0) of an empty slice's wrapper: lowered,
+    # eager at every size)
+    (ModHead(), (6, 3), {0: st.Dim("n", max=16)}, [(n, 3) for n in range(17)], [(17, 3)]),
+], ids=["unfold-step", "mod-head"])
+def test_a_decision_on_a_computed_size_is_refused_a_layout_one_is_not(
+        model, example, spec, inside, outside, tmp_path):
+    from executorch.runtime import Runtime
+
+    ep = st.export(model, (torch.randn(*example),), dynamic_shapes=(spec,))
+    try:
+        st.to_executorch(ep, tmp_path / "m.pte")
+    except st.errors.ConversionError as e:
+        assert isinstance(model, UnfoldHalf), e
+        assert "st.Dim('w', min=" in str(e) and "Max(1, (w//2))" in str(e), e
+        return
+    assert isinstance(model, ModHead)
+    program = Runtime.get().load_program(tmp_path / "m.pte")
+    method = program.load_method("forward")
+    for shape in inside:
+        x = torch.randn(*shape)
+        torch.testing.assert_close(method.execute([x])[0], model(x), msg=f"at {shape}")
+    for shape in outside:
+        with pytest.raises(Exception):
+            method.execute([torch.randn(*shape)])
