@@ -250,7 +250,10 @@ class Boundaries:
             if not inside:
                 continue
             last = inside[-1]
-            with graph.inserting_after(last):
+            # (before the node after it: each node made lands after the previous one,
+            # where inserting_after(last) put each first, a product read before its
+            # factors: x.shape[0] * x.shape[1] returned, the graph would not copy)
+            with graph.inserting_before(last.next):
                 try:
                     node = expr_node(val.env.simplify(val.expr), {}, self.conv.call,
                                      self._input_dims(c.key))
@@ -428,11 +431,67 @@ def sizes_held_through_decomposition(tep: Any) -> Iterator[Callable[[Any], None]
                 sizes.setdefault(str(n.meta["val"]), n.name)
         for k, _outs, i, arg, size in held:
             name = sizes.get(size)  # (none: the old name, for a loud failure later)
-            out.module_call_graph[k].signature.outputs[i] = \
-                SymIntArgument(name) if name is not None else arg
+            entry = out.module_call_graph[k]
+            if name is not None:
+                name = _read_inside(out, entry, name)
+            entry.signature.outputs[i] = SymIntArgument(name) if name is not None else arg
 
     try:
         yield restore
     finally:
         for _k, outs, i, arg, _size in held:
             outs[i] = arg
+
+
+def _read_inside(out: Any, entry: Any, name: str) -> str:
+    """The name of a node of size `name`'s value inside `entry`'s call in program `out`:
+    `name` itself where it is there; else a ``sym_size`` of one of the call's input
+    tensors read again after the call's last node (torch's retrace hoists the read onto
+    the program's input, and ``torch.export.unflatten`` finds no such output inside the
+    call: "Could not find output node sym_size_int_1"), which the nodes after the call
+    read instead, as the conversion wrote it.  Refused where no input dim of the call
+    holds that size (the catalogue's error, not unflatten's)."""
+    nodes = list(out.graph.nodes)
+    hoisted = next(n for n in nodes if n.name == name)
+    inside = [n for n in nodes if entry.fqn in _stack_fqns(n)]
+    if not inside or hoisted in inside:
+        return name
+    by_name = {n.name: n for n in nodes}
+    value = hoisted.meta["val"]
+    read = None
+    for arg in entry.signature.inputs:
+        tensor = by_name.get(getattr(arg, "name", None))
+        shape = getattr(getattr(tensor, "meta", {}).get("val"), "shape", ())
+        d = next((d for d, size in enumerate(shape) if str(size) == str(value)), None)
+        if d is not None:
+            read = (tensor, d)
+            break
+    if read is None:
+        from safetrace.errors import interop as EI
+
+        raise EI.preserved_size_not_readable(entry.fqn, str(value))
+    last = inside[-1]
+    with out.graph.inserting_after(last):
+        again = out.graph.call_function(torch.ops.aten.sym_size.int, read)
+    again.meta.update(val=value, nn_module_stack=dict(_stack_upto(last, entry.fqn)))
+    after = nodes[nodes.index(last) + 1:]
+    hoisted.replace_all_uses_with(again, delete_user_cb=lambda user: user in after)
+    for spec in out.graph_signature.output_specs:
+        if getattr(spec.arg, "name", None) == name:
+            spec.arg = type(spec.arg)(name=again.name)
+    out.graph_module.recompile()
+    return again.name
+
+
+def _stack_fqns(node: Any) -> list[str]:
+    return [fqn for fqn, _ in (node.meta.get("nn_module_stack") or {}).values()]
+
+
+def _stack_upto(node: Any, fqn: str) -> list:
+    """`node`'s module stack entries down to the one of call `fqn`."""
+    out = []
+    for key, entry in (node.meta.get("nn_module_stack") or {}).items():
+        out.append((key, entry))
+        if entry[0] == fqn:
+            break
+    return out
