@@ -273,13 +273,13 @@ def retrace_pins(sizes: str, tool: str) -> ConversionError:
 
 def preserved_size_not_readable(fqn: str, size: str) -> ConversionError:
     """``run_decompositions`` of a converted program whose preserved call `fqn` returns a
-    size (`size`) that torch's retrace read from the program's input, and that no input
-    dim of the call holds (so it cannot be read inside the call again)."""
+    size (`size`) that torch's retrace read from the program's input, and that the call's
+    input dims do not give (so it cannot be read inside the call again)."""
     return ConversionError(
         f"run_decompositions: the preserved module {fqn!r} returns the size {size}, which "
-        f"torch's retrace reads from the program's input, outside that module; no input "
-        f"of {fqn!r} has a dim of that size to read it from inside, so the decomposed "
-        f"program's module call signature could not name it (torch.export.unflatten "
-        f"would stop at 'Could not find output node')",
+        f"torch's retrace reads from the program's input, outside that module; the dims of "
+        f"{fqn!r}'s inputs do not give it (sums, products, floor divisions) to read it "
+        f"inside, so the decomposed program's module call signature could not name it "
+        f"(torch.export.unflatten would stop at 'Could not find output node')",
         fix=f"return the size from a tensor input of {fqn!r} (x.shape[0] of its own "
             f"input), or leave {fqn!r} out of preserve_module_call_signature; or " + _RUN_OURS)
