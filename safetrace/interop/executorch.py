@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ import torch
 from safetrace.errors import ConversionError, ConversionWarning, conversion_error
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import TensorInput
-from safetrace.interop.retrace_pins import guard_count, new_guards, refuse_pins
+from safetrace.interop.retrace_pins import guard_count, refuse_pins
 from safetrace.interop.retrace_refusals import refuse_for_retrace
 from safetrace.interop.positivity import node_where
 from safetrace.interop.composites import beyond_torch
@@ -33,9 +32,8 @@ from safetrace.interop.executorch_forms import executorch_forms
 from safetrace.interop.executorch_prims import symbolic_prims
 from safetrace.interop.executorch_strides import strides_from_sizes
 from safetrace.interop.executorch_sums import for_executorch
-from safetrace.interop.executorch_plans import layout_decisions, plan_facts
-from safetrace.interop.hops import shape_env_of
-from safetrace.interop.retrace_guards import guard_facts, taken_guards
+from safetrace.interop.executorch_plans import plan_facts
+from safetrace.interop.retrace_guards import decided_facts, raise_taken, taken_guards
 from safetrace.interop.executorch_checks import (METHOD, add_input_checks, failure_points,
                                                   keep_data_checks, specialized)
 
@@ -262,31 +260,11 @@ def _refuse_specialized(program: Any, contract: Any, tep: Any, checked: frozense
                 for m in _graph_modules(tep.graph_module) for n in m.graph.nodes
                 if n.op == "call_function")
     placeholders = [nodes.get(name) for name in names]
-    layout = layout_decisions(shape_env_of(
-        [n.meta.get("val") for n in tep.graph.find_nodes(op="placeholder")]), since)
-    decided = [] if split else guard_facts([e for e in new_guards(tep, since)
-                                            if e not in layout])
+    decided = [] if split else decided_facts(tep, since)
     found = taken_guards(placeholders, contract, guards=split, checked=checked,
                          extra=(*decided, *plan_facts(lowered.graph_module)))
-    if found is None:
-        return
-    where, size, fact, lo, hi, symbol = found
-    dims = [dim for inp in contract.inputs if isinstance(inp, TensorInput)
-            for dim in inp.dims if dim.symbol == symbol]
-    declared = next((d.declared for d in dims if d.declared), "") or ""
-    label = re.search(r"Dim\('([^']+)'", declared)
-    fact = _labelled(fact, tep.graph_module.meta.get("safetrace_dim_labels") or {})
-    raise EI.lowering_specialized("st.to_executorch", where, size, fact, lo, hi,
-                                  label.group(1) if label else symbol, split)
-
-
-def _labelled(text: str, labels: dict) -> str:
-    """`text` with torch's symbols (``s78``) named as the user's Dims (``n``)."""
-    if not labels:
-        return text
-    names = sorted(labels, key=len, reverse=True)
-    return re.sub(r"\b(" + "|".join(map(re.escape, names)) + r")\b",
-                  lambda m: labels[m.group(1)], text)
+    if found is not None:
+        raise_taken(found, contract, tep, "st.to_executorch", split)
 
 
 def _checks_pass(edge_ep: Any, contract: Any, texts: list[str], written: list[int],

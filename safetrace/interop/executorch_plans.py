@@ -31,24 +31,6 @@ _SIZED_BY_ARGUMENTS = ("arange", "full", "empty", "zeros", "ones", "view_copy",
                        "expand_copy", "linspace", "rand", "scalar_tensor")
 
 
-# (where torch's kernels decide on sizes for a tensor's strides only: its contiguity, a
-# functional wrapper's layout; ExecuTorch keeps a dim order, not these strides)
-_LAYOUT_ONLY = ("in is_contiguous)", "in check_contiguous_sizes_strides)",
-                "in is_non_overlapping_and_dense)", "in is_channels_last_contiguous",
-                "in _compute_contiguous_strides)", "functional_tensor.py")
-
-
-def layout_decisions(env: Any, since: int) -> set:
-    """The guards `env` holds after its first `since` that torch's kernels took for a
-    tensor's layout alone (``Eq(n % 3, 0)`` of an empty slice's wrapper at the example):
-    ``mod_head`` of benchmarks/deploy_sizes.py lowers and runs every size as eager with
-    them false.  A decision on sizes the program computes with (``unfold``'s step
-    ``max(w//2, 1)`` taken as 1: the .pte gave other values at w = 4..9) is read."""
-    guards = getattr(env, "guards", ())[since:] if env is not None else ()
-    return {g.expr for g in guards
-            if any(site in str(getattr(g, "sloc", "")) for site in _LAYOUT_ONLY)}
-
-
 def plan_facts(gm: Any) -> list[tuple[str, Callable[[dict], bool | None], bool, set]]:
     """(text, holds, False, symbols) of each planned value of `gm` and its subgraphs
     (one per distinct size and capacity)."""
