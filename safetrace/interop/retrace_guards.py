@@ -175,15 +175,15 @@ def _facts(env: Any, mine: set, guards: bool) -> list[tuple[str, Any]]:
     for sym in mine:
         vr = env.var_to_range.get(sym)
         if vr is not None:
-            # (the upper end plans memory; a lower end of 2 is torch's assumption on any
-            # size symbol, which ExecuTorch's kernels do not rely on: read past 2 only)
-            # (a lower maximum only makes the .pte refuse larger sizes at `set_inputs`:
-            # `narrowed_maxima` warns of it)
+            # (a lower end of 2 is torch's assumption on any size symbol, which
+            # ExecuTorch's kernels do not rely on: read past 2 only)
             if _above_two(vr.lower):
                 out.append((f"{sym} >= {vr.lower}", _in_range(sym, vr.lower, sympy.oo),
                             False, {sym}))
             # (and the upper end, which plans memory: a .pte planned below the declared
-            # maximum fails there in a kernel, with ExecuTorch's bare error code)
+            # maximum refuses the sizes above it, in set_inputs or a kernel, with
+            # ExecuTorch's bare error code; a convolution's backend choice at one thread
+            # guards `batch < 16`)
             if _finite(vr.upper):
                 out.append((f"{sym} <= {vr.upper}", _in_range(sym, -sympy.oo, vr.upper),
                             False, {sym}))
@@ -191,33 +191,6 @@ def _facts(env: Any, mine: set, guards: bool) -> list[tuple[str, Any]]:
         if value is not None and value != sym and value.free_symbols <= mine:
             out.append((f"{sym} == {value}", _evaluator(sympy.Eq(sym, value)), False,
                         {sym}))
-    return out
-
-
-def narrowed_maxima(placeholders: list[Any], contract: Any) -> list[tuple[str, int, int]]:
-    """(where, kept, declared) of each input dim whose maximum the lowering narrowed (a
-    decision torch took at the stand-in size: its convolution's backend choice guards
-    ``batch < 16`` with one thread): ExecuTorch plans that dim's memory for `kept`."""
-    out = []
-    for inp, node in zip(contract.inputs, placeholders):
-        if not isinstance(inp, TensorInput) or inp.scalar or node is None:
-            continue
-        shape = getattr(node.meta.get("val"), "shape", None)
-        if shape is None or len(shape) != len(inp.dims):
-            continue
-        for d, dim in enumerate(inp.dims):
-            size, declared = shape[d], contract.symbol(dim.symbol) if dim.symbol else None
-            if dim.kind != "bind" or not isinstance(size, torch.SymInt) or \
-                    declared is None or declared.hi is None or size.node.expr.is_number:
-                continue
-            vr = size.node.shape_env.var_to_range.get(size.node._expr)
-            try:
-                kept = int(vr.upper) if vr is not None and bool(vr.upper < declared.hi) \
-                    else None
-            except (TypeError, ValueError):
-                kept = None
-            if kept is not None:
-                out.append((inp.where(d), kept, declared.hi))
     return out
 
 
