@@ -33,7 +33,8 @@ from safetrace.interop.executorch_prims import symbolic_prims
 from safetrace.interop.executorch_strides import strides_from_sizes
 from safetrace.interop.executorch_sums import for_executorch
 from safetrace.interop.executorch_plans import plan_facts
-from safetrace.interop.retrace_guards import decided_facts, raise_taken, taken_guards
+from safetrace.interop.retrace_guards import (decided_facts, raise_taken, size_split,
+                                               taken_guards)
 from safetrace.interop.executorch_checks import (METHOD, add_input_checks, failure_points,
                                                   keep_data_checks, specialized)
 
@@ -255,10 +256,7 @@ def _refuse_specialized(program: Any, contract: Any, tep: Any, checked: frozense
     lowered = program.exported_program()
     names = list(lowered.graph_signature.user_inputs)
     nodes = {n.name: n for n in lowered.graph.nodes if n.op == "placeholder"}
-    split = any(n.target is torch.ops.higher_order.cond and
-                isinstance(getattr(n.args[0], "meta", {}).get("val"), torch.SymBool)
-                for m in _graph_modules(tep.graph_module) for n in m.graph.nodes
-                if n.op == "call_function")
+    split = size_split(tep)
     placeholders = [nodes.get(name) for name in names]
     decided = [] if split else decided_facts(tep, since)
     found = taken_guards(placeholders, contract, guards=split, checked=checked,

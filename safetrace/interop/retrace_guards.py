@@ -134,13 +134,23 @@ def refuse_decisions(tep: Any, contract: Any, since: int, tool: str) -> None:
     (after the first `since` guards) is false at a size the program accepts: the
     artifact holds that decision as a fact of its graph."""
     facts = decided_facts(tep, since)
-    if not facts:
+    if not facts or size_split(tep):
+        # (a size split's branches are traced at each other's sizes: their decisions hold
+        # under the branch's predicate, which torch.onnx and inductor keep as a cond)
         return
     user = set(tep.graph_signature.user_inputs)
     placeholders = [n for n in tep.graph.find_nodes(op="placeholder") if n.name in user]
     found = taken_guards(placeholders, contract, extra=tuple(facts), ranges=False)
     if found is not None:
         raise_taken(found, contract, tep, tool, False)
+
+
+def size_split(tep: Any) -> bool:
+    """Whether `tep` holds a ``torch.cond`` on a condition of sizes (a size split)."""
+    return any(n.op == "call_function" and n.target is torch.ops.higher_order.cond and
+               isinstance(getattr(n.args[0], "meta", {}).get("val"), torch.SymBool)
+               for m in tep.graph_module.modules() if isinstance(m, torch.fx.GraphModule)
+               for n in m.graph.nodes)
 
 
 def raise_taken(found: tuple, contract: Any, tep: Any, tool: str, split: bool) -> None:
