@@ -5,7 +5,9 @@ buffer), on the converted program, with the input contract written into the ``.p
 first instructions (``executorch_checks``: ExecuTorch drops the ``_assert_scalar`` nodes
 that carry it in the converted graph), so the ``.pte`` refuses what ``ep.module()``
 refuses.  ExecuTorch plans memory for the largest tensors: every dynamic dim needs an upper
-bound (``Dim("batch", max=64)``).
+bound (``Dim("batch", max=64)``).  A ``.pte`` whose memory plan, or a decision its lowering
+took at the example's sizes, fails at a size the program accepts is refused here, naming the
+Dim and the range where it holds (``executorch_plans``, ``retrace_guards``).
 """
 
 from __future__ import annotations
