@@ -269,3 +269,17 @@ def retrace_pins(sizes: str, tool: str) -> ConversionError:
         fix="export with an example whose size on that Dim is 2 or more (e.g. "
             "torch.randn(2, ...) for a Dim(min=1)), so torch's retrace keeps it symbolic; "
             "or " + _RUN_OURS)
+
+
+def preserved_size_not_readable(fqn: str, size: str) -> ConversionError:
+    """``run_decompositions`` of a converted program whose preserved call `fqn` returns a
+    size (`size`) that torch's retrace read from the program's input, and that the call's
+    input dims do not give (so it cannot be read inside the call again)."""
+    return ConversionError(
+        f"run_decompositions: the preserved module {fqn!r} returns the size {size}, which "
+        f"torch's retrace reads from the program's input, outside that module; the dims of "
+        f"{fqn!r}'s inputs do not give it (sums, products, floor divisions) to read it "
+        f"inside, so the decomposed program's module call signature could not name it "
+        f"(torch.export.unflatten would stop at 'Could not find output node')",
+        fix=f"return the size from a tensor input of {fqn!r} (x.shape[0] of its own "
+            f"input), or leave {fqn!r} out of preserve_module_call_signature; or " + _RUN_OURS)

@@ -24,7 +24,8 @@ from torch.utils import _pytree as pytree
 
 from safetrace.errors.deploy import (compiled_specialized, compiled_without_zero,
                                      package_unchecked)
-from safetrace.interop.retrace_pins import refuse_pins
+from safetrace.interop.retrace_guards import refuse_decisions
+from safetrace.interop.retrace_pins import guard_count, refuse_pins
 from safetrace.interop.retrace_refusals import refuse_for_retrace
 from safetrace.interop.aoti_checks import PackageChecks, checking_inputs
 from safetrace.interop.slice_ends import explicit_slice_ends
@@ -64,6 +65,7 @@ def to_aoti(ep: Any, package_path: Any = None, *, inductor_configs: dict | None 
         fd, package_path = tempfile.mkstemp(suffix=".pt2")
         os.close(fd)
     checks = PackageChecks(ep.contract, _written_inputs(tep))
+    since = guard_count(tep)  # (the decisions inductor's retrace takes: those after)
     with checking_inputs(checks):
         path = str(torch._inductor.aoti_compile_and_package(
             tep, package_path=os.fspath(package_path), inductor_configs=inductor_configs))
@@ -72,6 +74,7 @@ def to_aoti(ep: Any, package_path: Any = None, *, inductor_configs: dict | None 
     # input checks, the contract's, let the others through; merge_pins_no_size_values'
     # `d2` gave empty outputs of another shape)
     refuse_pins(tep, "AOTInductor (st.to_aoti)", exact=True)
+    refuse_decisions(tep, ep.contract, since, "AOTInductor (st.to_aoti)")
     if not checks.emitted:
         raise package_unchecked("st.to_aoti", checks.problem or "inductor did not generate "
                                 "the package's input checks")

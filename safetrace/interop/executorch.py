@@ -5,14 +5,15 @@ buffer), on the converted program, with the input contract written into the ``.p
 first instructions (``executorch_checks``: ExecuTorch drops the ``_assert_scalar`` nodes
 that carry it in the converted graph), so the ``.pte`` refuses what ``ep.module()``
 refuses.  ExecuTorch plans memory for the largest tensors: every dynamic dim needs an upper
-bound (``Dim("batch", max=64)``).
+bound (``Dim("batch", max=64)``).  A ``.pte`` whose memory plan, or a decision its lowering
+took at the example's sizes, fails at a size the program accepts is refused here, naming the
+Dim and the range where it holds (``executorch_plans``, ``retrace_guards``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import operator
-import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ import torch
 from safetrace.errors import ConversionError, ConversionWarning, conversion_error
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import TensorInput
-from safetrace.interop.retrace_pins import refuse_pins
+from safetrace.interop.retrace_pins import guard_count, refuse_pins
 from safetrace.interop.retrace_refusals import refuse_for_retrace
 from safetrace.interop.positivity import node_where
 from safetrace.interop.composites import beyond_torch
@@ -33,7 +34,9 @@ from safetrace.interop.executorch_forms import executorch_forms
 from safetrace.interop.executorch_prims import symbolic_prims
 from safetrace.interop.executorch_strides import strides_from_sizes
 from safetrace.interop.executorch_sums import for_executorch
-from safetrace.interop.retrace_guards import narrowed_maxima, taken_guards
+from safetrace.interop.executorch_plans import plan_facts
+from safetrace.interop.retrace_guards import (decided_facts, raise_taken, size_split,
+                                               taken_guards)
 from safetrace.interop.executorch_checks import (METHOD, add_input_checks, failure_points,
                                                   keep_data_checks, specialized)
 
@@ -59,6 +62,7 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     exir = _exir()
     tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
     refuse_for_retrace(tep, "st.to_executorch")
+    since = guard_count(tep)  # (the decisions the lowering takes: those after these)
     if tep is not ep:  # (our conversion, made for this call: its strides as ExecuTorch's)
         strides_from_sizes(tep.graph_module)
         bound_cond_outputs(tep, ep)  # (a cond's fresh sizes: our bounds, cond_bounds.py)
@@ -72,7 +76,7 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     # programs too, when a parameter requires grad)
     # (and with ExecuTorch's scalar operators on sizes symbolic: `executorch_prims`)
     try:
-        program = _lowered(exir, ep, tep, partitioner, compile_config)
+        program = _lowered(exir, ep, tep, partitioner, compile_config, since)
     except ConversionError:
         raise  # (our own refusals, `_refuse_specialized`'s: as they are)
     except Exception as exc:
@@ -97,7 +101,8 @@ def _refuse_unbounded(tep: Any, exc: Exception) -> None:
         raise EI.unbounded_merged_size(node_where(conds[0]), "st.to_executorch") from exc
 
 
-def _lowered(exir: Any, ep: Any, tep: Any, partitioner: Any, compile_config: Any) -> Any:
+def _lowered(exir: Any, ep: Any, tep: Any, partitioner: Any, compile_config: Any,
+             since: int) -> Any:
     with torch.no_grad(), symbolic_prims():
         tep = for_executorch(_beyond_torch_table(tep, compile_config))
         if isinstance(ep, torch.export.ExportedProgram):  # torch's own: no contract
@@ -115,7 +120,7 @@ def _lowered(exir: Any, ep: Any, tep: Any, partitioner: Any, compile_config: Any
                                      pinned)]))
             _verify(program, texts, written)
             _refuse_specialized(program, ep.contract, tep,
-                                frozenset((k, d) for k, d, _ in pinned))
+                                frozenset((k, d) for k, d, _ in pinned), since)
     return program
 
 
@@ -240,36 +245,26 @@ def _verify(program: Any, texts: list[str], written: list[int]) -> None:
                 "ep.module()'s contract before calling the .pte")
 
 
-def _refuse_specialized(program: Any, contract: Any, tep: Any, checked: frozenset) -> None:
+def _refuse_specialized(program: Any, contract: Any, tep: Any, checked: frozenset,
+                        since: int) -> None:
     """No .pte whose lowering kept, as facts of its sizes, decisions taken at the stand-in
     size that are false at a size the program accepts (``retrace_guards``): ExecuTorch
     plans memory and static sizes from them.  Where the program holds a size split, every
-    guard is read (its branches ran at one size, each at a size the other side has)."""
+    guard is read (its branches ran at one size, each at a size the other side has);
+    elsewhere the decisions on size expressions the lowering added (`since`: the guard
+    count before it; ``retrace_pins.new_guards``), and a maximum it narrowed: a .pte
+    planned for ``n <= 5`` of ``Dim(max=16)`` (``n//2 - 1 < 2``, a contiguity check at the
+    example) failed at n = 6..16 with ExecuTorch's bare error codes."""
     lowered = program.exported_program()
     names = list(lowered.graph_signature.user_inputs)
     nodes = {n.name: n for n in lowered.graph.nodes if n.op == "placeholder"}
-    split = any(n.target is torch.ops.higher_order.cond and
-                isinstance(getattr(n.args[0], "meta", {}).get("val"), torch.SymBool)
-                for m in _graph_modules(tep.graph_module) for n in m.graph.nodes
-                if n.op == "call_function")
+    split = size_split(tep)
     placeholders = [nodes.get(name) for name in names]
-    for where, kept, declared in narrowed_maxima(placeholders, contract):
-        warnings.warn(f"st.to_executorch: ExecuTorch's lowering planned {where} for at most "
-                      f"{kept} (the program declares up to {declared}): torch decided a "
-                      f"condition on it at the stand-in size (a convolution's backend "
-                      f"choice, at some thread counts), and the .pte refuses larger sizes "
-                      f"(set_inputs fails); export with that maximum, or one program per "
-                      f"range of sizes", ConversionWarning, stacklevel=3)
-    found = taken_guards(placeholders, contract, guards=split, checked=checked)
-    if found is None:
-        return
-    where, size, fact, lo, hi, symbol = found
-    dims = [dim for inp in contract.inputs if isinstance(inp, TensorInput)
-            for dim in inp.dims if dim.symbol == symbol]
-    declared = next((d.declared for d in dims if d.declared), "") or ""
-    label = re.search(r"Dim\('([^']+)'", declared)
-    raise EI.lowering_specialized("st.to_executorch", where, size, fact, lo, hi,
-                                  label.group(1) if label else symbol, split)
+    decided = [] if split else decided_facts(tep, since)
+    found = taken_guards(placeholders, contract, guards=split, checked=checked,
+                         extra=(*decided, *plan_facts(lowered.graph_module)))
+    if found is not None:
+        raise_taken(found, contract, tep, "st.to_executorch", split)
 
 
 def _checks_pass(edge_ep: Any, contract: Any, texts: list[str], written: list[int],

@@ -250,7 +250,10 @@ class Boundaries:
             if not inside:
                 continue
             last = inside[-1]
-            with graph.inserting_after(last):
+            # (before the node after it: each node made lands after the previous one,
+            # where inserting_after(last) put each first, a product read before its
+            # factors: x.shape[0] * x.shape[1] returned, the graph would not copy)
+            with graph.inserting_before(last.next):
                 try:
                     node = expr_node(val.env.simplify(val.expr), {}, self.conv.call,
                                      self._input_dims(c.key))
@@ -417,7 +420,8 @@ def sizes_held_through_decomposition(tep: Any) -> Iterator[Callable[[Any], None]
         outs = entry.signature.outputs if entry.signature is not None else []
         for i, arg in enumerate(outs):
             node = nodes.get(arg.name) if isinstance(arg, SymIntArgument) else None
-            if node is not None and node.target is torch.ops.aten.sym_size.int:
+            if node is not None and (node.target is torch.ops.aten.sym_size.int or
+                                     node.target in _SIZE_ARITHMETIC):
                 held.append((k, outs, i, arg, str(node.meta["val"])))
                 outs[i] = ConstantArgument("", None)
 
@@ -428,11 +432,122 @@ def sizes_held_through_decomposition(tep: Any) -> Iterator[Callable[[Any], None]
                 sizes.setdefault(str(n.meta["val"]), n.name)
         for k, _outs, i, arg, size in held:
             name = sizes.get(size)  # (none: the old name, for a loud failure later)
-            out.module_call_graph[k].signature.outputs[i] = \
-                SymIntArgument(name) if name is not None else arg
+            entry = out.module_call_graph[k]
+            if name is not None:
+                name = _read_inside(out, entry, name)
+            entry.signature.outputs[i] = SymIntArgument(name) if name is not None else arg
 
     try:
         yield restore
     finally:
         for _k, outs, i, arg, _size in held:
             outs[i] = arg
+
+
+def _read_inside(out: Any, entry: Any, name: str) -> str:
+    """The name of a node of size `name`'s value inside `entry`'s call in program `out`:
+    `name` itself where it is there; else a ``sym_size`` of one of the call's input
+    tensors read again after the call's last node (torch's retrace hoists the read onto
+    the program's input, and ``torch.export.unflatten`` finds no such output inside the
+    call: "Could not find output node sym_size_int_1"), which the nodes after the call
+    read instead, as the conversion wrote it (sums, products and floor divisions of the
+    call's input dims); refused where those do not give it (the catalogue's error)."""
+    nodes = list(out.graph.nodes)
+    hoisted = next(n for n in nodes if n.name == name)
+    inside = [n for n in nodes if entry.fqn in _stack_fqns(n)]
+    by_name = {n.name: n for n in nodes}
+    inputs = {by_name.get(getattr(a, "name", None)) for a in entry.signature.inputs}
+    if not inside or hoisted in inside and not _reads_outside(hoisted, {*inside, *inputs}):
+        return name
+    value = hoisted.meta["val"]
+    dims = {}  # (an input dim's symbol -> (tensor node, dim))
+    for arg in entry.signature.inputs:
+        tensor = by_name.get(getattr(arg, "name", None))
+        shape = getattr(getattr(tensor, "meta", {}).get("val"), "shape", ())
+        for d, size in enumerate(shape):
+            if isinstance(size, torch.SymInt) and size.node.expr.is_symbol:
+                dims.setdefault(size.node.expr, (tensor, d))
+    last = inside[-1]
+    stack = dict(_stack_upto(last, entry.fqn))
+    made: list = []
+
+    def emit(target: Any, args: tuple, val: Any) -> Any:
+        node = out.graph.call_function(target, args)
+        node.meta.update(val=val, nn_module_stack=dict(stack))
+        made.append(node)
+        return node
+
+    with out.graph.inserting_before(last.next):
+        try:
+            again = _size_nodes(value.node.expr, dims, emit)
+        except LookupError:
+            again = None
+    if not isinstance(again, torch.fx.Node):
+        for node in reversed(made):
+            out.graph.erase_node(node)
+        raise EI.preserved_size_not_readable(entry.fqn, str(value))
+    after = nodes[nodes.index(last) + 1:]
+    hoisted.replace_all_uses_with(again, delete_user_cb=lambda user: user in after)
+    for spec in out.graph_signature.output_specs:
+        if getattr(spec.arg, "name", None) == name:
+            spec.arg = type(spec.arg)(name=again.name)
+    out.graph_module.recompile()
+    return again.name
+
+
+_SIZE_ARITHMETIC = (operator.add, operator.sub, operator.mul, operator.floordiv,
+                    operator.mod, operator.neg, torch.sym_max, torch.sym_min)
+
+
+def _size_nodes(expr: Any, dims: dict, emit: Callable[..., Any]) -> Any:
+    """Nodes computing size `expr` (torch's sympy) from `dims` (symbol -> (tensor node,
+    dim)): sums, products and floor divisions of the dims; LookupError for anything
+    else (then refused)."""
+    from torch.utils._sympy.functions import FloorDiv
+
+    if expr.is_Integer:
+        return int(expr)
+    if expr.is_symbol:
+        if expr not in dims:
+            raise LookupError(expr)
+        tensor, d = dims[expr]
+        return emit(torch.ops.aten.sym_size.int, (tensor, d),
+                    tensor.meta["val"].shape[d])
+    if expr.is_Add or expr.is_Mul:
+        op = operator.add if expr.is_Add else operator.mul
+        parts = [_size_nodes(a, dims, emit) for a in expr.args]
+        acc = parts[0]
+        for part in parts[1:]:
+            acc = emit(op, (acc, part), op(_val(acc), _val(part)))
+        return acc
+    if isinstance(expr, FloorDiv):
+        a, b = (_size_nodes(x, dims, emit) for x in expr.args)
+        return emit(operator.floordiv, (a, b), _val(a) // _val(b))
+    raise LookupError(expr)
+
+
+def _reads_outside(node: Any, within: set) -> bool:
+    """Whether size `node` reads, through its size arithmetic, a node not in `within`
+    (torch's retrace reads a product's factors from the program's input)."""
+    for arg in node.all_input_nodes:
+        if arg not in within or _reads_outside(arg, within):
+            return True
+    return False
+
+
+def _val(x: Any) -> Any:
+    return x.meta["val"] if isinstance(x, torch.fx.Node) else x
+
+
+def _stack_fqns(node: Any) -> list[str]:
+    return [fqn for fqn, _ in (node.meta.get("nn_module_stack") or {}).values()]
+
+
+def _stack_upto(node: Any, fqn: str) -> list:
+    """`node`'s module stack entries down to the one of call `fqn`."""
+    out = []
+    for key, entry in (node.meta.get("nn_module_stack") or {}).items():
+        out.append((key, entry))
+        if entry[0] == fqn:
+            break
+    return out

@@ -14,7 +14,8 @@ from typing import Any
 
 import torch
 
-from safetrace.interop.retrace_pins import refuse_pins
+from safetrace.interop.retrace_guards import refuse_decisions
+from safetrace.interop.retrace_pins import guard_count, refuse_pins
 from safetrace.interop.executorch_strides import strides_from_sizes
 from safetrace.interop.empty_rolls import roll_by_index
 from safetrace.interop.retrace_refusals import refuse_folded, refuse_for_retrace
@@ -49,9 +50,9 @@ def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
                     program = torch.onnx.export(tep, dynamo=True, **kwargs)
             except Exception:  # noqa: BLE001  (what torch.onnx's retrace may still take)
                 tep = _own_strides(ep.to_torch())
-                program = _retraced(tep, kwargs)
+                program = _retraced(tep, kwargs, ep.contract)
         else:
-            program = _retraced(tep, kwargs)
+            program = _retraced(tep, kwargs, ep.contract if own else None)
     if own:  # our program: its contract's checks onnxruntime does not make
         add_input_checks(program.model, ep.contract)
     rename_dims(program.model, symbol_labels(tep))
@@ -70,11 +71,14 @@ def _own_strides(tep: Any) -> Any:
     return tep
 
 
-def _retraced(tep: Any, kwargs: dict) -> Any:
+def _retraced(tep: Any, kwargs: dict, contract: Any = None) -> Any:
     """``torch.onnx.export`` through its own decomposition, with safetrace's forms added
     to its table: operators no ONNX function covers (transformers' grouped_mm_fallback),
-    and masked attention, whose ONNX function differs from torch on fully masked rows."""
+    and masked attention, whose ONNX function differs from torch on fully masked rows.
+    With our program's `contract`: refused where the retrace decided a size expression at
+    the example that is false at a size the program accepts (``retrace_guards``)."""
     refuse_folded(tep, "st.to_onnx")  # (torch.onnx's retrace keeps torch's sizes)
+    since = guard_count(tep)
     forms = {**beyond_torch(tep.graph_module), **masked_attention(tep.graph_module)}
     fold = bool(forms) and can_fold()
     if forms and not fold:  # (a torch.onnx whose table this cannot add to: one retrace more)
@@ -84,6 +88,8 @@ def _retraced(tep: Any, kwargs: dict) -> Any:
     # (torch.onnx's retrace ran its meta kernels at the example's sizes: a size it pinned
     # there in the ShapeEnv its programs share, it wrote into the model as a number)
     refuse_pins(tep, "st.to_onnx", exact=True)
+    if contract is not None:
+        refuse_decisions(tep, contract, since, "st.to_onnx")
     return program
 
 

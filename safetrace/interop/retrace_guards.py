@@ -21,19 +21,24 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from typing import Any
 
 import sympy
 import torch
 
+from safetrace.errors import interop as EI
 from safetrace.exporter.contract import TensorInput
 from safetrace.interop.divisions import safe_conditions
+from safetrace.interop.hops import shape_env_of
+from safetrace.interop.retrace_pins import new_guards
 
 _BUDGET = 4096  # points of the declared space evaluated
 
 
 def taken_guards(placeholders: list[Any], contract: Any, guards: bool = False,
-                 checked: frozenset = frozenset()) -> tuple | None:
+                 checked: frozenset = frozenset(), extra: tuple = (),
+                 ranges: bool = True) -> tuple | None:
     """`(where, size, fact, lo, hi, symbol)`: the input dim (``z.shape[0]``) and a size of it the
     program accepts where a fact the retrace took (`fact`, text) does not hold, and the
     stretch ``lo..hi`` of that dim's sizes around the example where every fact holds; None
@@ -42,7 +47,10 @@ def taken_guards(placeholders: list[Any], contract: Any, guards: bool = False,
     range and replacement (what ExecuTorch plans memory and specializes from); with
     `guards`, also every guard on input symbols (torch records benign ones, ``n != 1`` from
     a broadcast, in any program: read them where a branch ran at a foreign size).
-    `checked`: (tensor input, dim) pairs the .pte checks at one size (left out)."""
+    `checked`: (tensor input, dim) pairs the .pte checks at one size (left out).
+    `extra`: more facts, as ``decided_facts`` and ``executorch_plans`` make them (those on
+    input symbols only are read); `ranges`: False leaves the ranges and replacements out
+    (a tool that plans no memory from them)."""
     symbols: dict[str, Any] = {}   # contract symbol -> torch symbol
     where: dict[str, str] = {}
     env = None
@@ -65,7 +73,9 @@ def taken_guards(placeholders: list[Any], contract: Any, guards: bool = False,
                 env = size.node.shape_env
     if env is None or not symbols:
         return None
-    facts = _facts(env, set(symbols.values()), guards)
+    mine = set(symbols.values())
+    facts = _facts(env, mine, guards) if ranges else []
+    facts += [f for f in extra if f[3] and f[3] <= mine]
     if not facts:
         return None
     ranges = {s.name: (s.checked_lo, s.hi) for s in contract.symbols if s.name in symbols}
@@ -91,6 +101,75 @@ def taken_guards(placeholders: list[Any], contract: Any, guards: bool = False,
     return None
 
 
+# (where torch's kernels decide on sizes for a tensor's strides only: its contiguity, a
+# functional wrapper's layout; ExecuTorch keeps a dim order, not these strides)
+_LAYOUT_ONLY = ("in is_contiguous)", "in check_contiguous_sizes_strides)",
+                "in is_non_overlapping_and_dense)", "in is_channels_last_contiguous",
+                "in _compute_contiguous_strides)", "functional_tensor.py")
+
+
+def layout_decisions(env: Any, since: int) -> set:
+    """The guards `env` holds after its first `since` that torch's kernels took for a
+    tensor's layout alone (``Eq(n % 3, 0)`` of an empty slice's wrapper at the example):
+    ``mod_head`` of benchmarks/deploy_sizes.py lowers and runs every size as eager with
+    them false.  A decision on sizes the program computes with (``unfold``'s step
+    ``max(w//2, 1)`` taken as 1: the .pte gave other values at w = 4..9) is read."""
+    guards = getattr(env, "guards", ())[since:] if env is not None else ()
+    return {g.expr for g in guards
+            if any(site in str(getattr(g, "sloc", "")) for site in _LAYOUT_ONLY)}
+
+
+def decided_facts(tep: Any, since: int) -> list[tuple[str, Any, bool, set]]:
+    """Facts of the decisions a lowering of `tep` took on size expressions after the
+    ShapeEnv's first `since` guards (``retrace_pins.new_guards``, less the layout-only
+    ones), read as guards are: at sizes of 2 or more."""
+    env = shape_env_of([n.meta.get("val") for n in tep.graph.find_nodes(op="placeholder")])
+    layout = layout_decisions(env, since)
+    return [(str(e), _evaluator(e), True, e.free_symbols) for e in new_guards(tep, since)
+            if e not in layout]
+
+
+def refuse_decisions(tep: Any, contract: Any, since: int, tool: str) -> None:
+    """Raise where a decision `tool`'s retrace of `tep` took at the example's sizes
+    (after the first `since` guards) is false at a size the program accepts: the
+    artifact holds that decision as a fact of its graph."""
+    facts = decided_facts(tep, since)
+    if not facts or size_split(tep):
+        # (a size split's branches are traced at each other's sizes: their decisions hold
+        # under the branch's predicate, which torch.onnx and inductor keep as a cond)
+        return
+    user = set(tep.graph_signature.user_inputs)
+    placeholders = [n for n in tep.graph.find_nodes(op="placeholder") if n.name in user]
+    found = taken_guards(placeholders, contract, extra=tuple(facts), ranges=False)
+    if found is not None:
+        raise_taken(found, contract, tep, tool, False)
+
+
+def size_split(tep: Any) -> bool:
+    """Whether `tep` holds a ``torch.cond`` on a condition of sizes (a size split)."""
+    return any(n.op == "call_function" and n.target is torch.ops.higher_order.cond and
+               isinstance(getattr(n.args[0], "meta", {}).get("val"), torch.SymBool)
+               for m in tep.graph_module.modules() if isinstance(m, torch.fx.GraphModule)
+               for n in m.graph.nodes)
+
+
+def raise_taken(found: tuple, contract: Any, tep: Any, tool: str, split: bool) -> None:
+    """The catalogue's ``lowering_specialized`` of a `taken_guards` result, the fact's
+    symbols named as the user's Dims."""
+    where, size, fact, lo, hi, symbol = found
+    dims = [dim for inp in contract.inputs if isinstance(inp, TensorInput)
+            for dim in inp.dims if dim.symbol == symbol]
+    declared = next((d.declared for d in dims if d.declared), "") or ""
+    label = re.search(r"Dim\('([^']+)'", declared)
+    labels = tep.graph_module.meta.get("safetrace_dim_labels") or {}
+    if labels:
+        names = sorted(labels, key=len, reverse=True)
+        fact = re.sub(r"\b(" + "|".join(map(re.escape, names)) + r")\b",
+                      lambda m: labels[m.group(1)], fact)
+    raise EI.lowering_specialized(tool, where, size, fact, lo, hi,
+                                  label.group(1) if label else symbol, split)
+
+
 def _facts(env: Any, mine: set, guards: bool) -> list[tuple[str, Any]]:
     """(text, holds, is a guard, its symbols) of each range and replacement (and with `guards`, each
     guard) `env` holds on `mine` only.  A guard is judged at sizes >= 2 only: torch
@@ -106,12 +185,17 @@ def _facts(env: Any, mine: set, guards: bool) -> list[tuple[str, Any]]:
     for sym in mine:
         vr = env.var_to_range.get(sym)
         if vr is not None:
-            # (the upper end plans memory; a lower end of 2 is torch's assumption on any
-            # size symbol, which ExecuTorch's kernels do not rely on: read past 2 only)
-            # (a lower maximum only makes the .pte refuse larger sizes at `set_inputs`:
-            # `narrowed_maxima` warns of it)
+            # (a lower end of 2 is torch's assumption on any size symbol, which
+            # ExecuTorch's kernels do not rely on: read past 2 only)
             if _above_two(vr.lower):
                 out.append((f"{sym} >= {vr.lower}", _in_range(sym, vr.lower, sympy.oo),
+                            False, {sym}))
+            # (and the upper end, which plans memory: a .pte planned below the declared
+            # maximum refuses the sizes above it, in set_inputs or a kernel, with
+            # ExecuTorch's bare error code; a convolution's backend choice at one thread
+            # guards `batch < 16`)
+            if _finite(vr.upper):
+                out.append((f"{sym} <= {vr.upper}", _in_range(sym, -sympy.oo, vr.upper),
                             False, {sym}))
         value = env.replacements.get(sym)
         if value is not None and value != sym and value.free_symbols <= mine:
@@ -120,31 +204,11 @@ def _facts(env: Any, mine: set, guards: bool) -> list[tuple[str, Any]]:
     return out
 
 
-def narrowed_maxima(placeholders: list[Any], contract: Any) -> list[tuple[str, int, int]]:
-    """(where, kept, declared) of each input dim whose maximum the lowering narrowed (a
-    decision torch took at the stand-in size: its convolution's backend choice guards
-    ``batch < 16`` with one thread): ExecuTorch plans that dim's memory for `kept`."""
-    out = []
-    for inp, node in zip(contract.inputs, placeholders):
-        if not isinstance(inp, TensorInput) or inp.scalar or node is None:
-            continue
-        shape = getattr(node.meta.get("val"), "shape", None)
-        if shape is None or len(shape) != len(inp.dims):
-            continue
-        for d, dim in enumerate(inp.dims):
-            size, declared = shape[d], contract.symbol(dim.symbol) if dim.symbol else None
-            if dim.kind != "bind" or not isinstance(size, torch.SymInt) or \
-                    declared is None or declared.hi is None or size.node.expr.is_number:
-                continue
-            vr = size.node.shape_env.var_to_range.get(size.node._expr)
-            try:
-                kept = int(vr.upper) if vr is not None and bool(vr.upper < declared.hi) \
-                    else None
-            except (TypeError, ValueError):
-                kept = None
-            if kept is not None:
-                out.append((inp.where(d), kept, declared.hi))
-    return out
+def _finite(hi: Any) -> bool:
+    try:
+        return bool(hi < sympy.oo) and bool(hi < int(1e18))
+    except TypeError:
+        return False
 
 
 def _above_two(lo: Any) -> bool:

@@ -258,15 +258,27 @@ def test_zoo_pte_refuses_what_the_program_refuses(name, tmp_path):
     from benchmarks.zoo import by_name
 
     case = by_name(name).factory()
-    with torch.no_grad():
-        ep = st.export(case.model, case.args, case.kwargs, dynamic_shapes=case.dynamic_shapes)
-    try:
-        with warnings.catch_warnings(record=True) as seen:
-            warnings.simplefilter("always")
-            run, _ = _runner(ep, tmp_path / "m.pte")
-    except st.ConversionError as e:
-        assert "has no upper bound" in str(e), e
-        pytest.skip(f"unbounded Dim: {str(e).splitlines()[0]}")
+    spec = case.dynamic_shapes
+    for _ in range(2):
+        with torch.no_grad():
+            ep = st.export(case.model, case.args, case.kwargs, dynamic_shapes=spec)
+        try:
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                run, _ = _runner(ep, tmp_path / "m.pte")
+            break
+        except st.ConversionError as e:
+            # (a range the lowering narrowed, resnet's batch <= 15 from its convolution's
+            # backend choice at one thread: refused with the range that holds; the program
+            # exported with that range is the one checked)
+            fix = re.search(r"st\.Dim\('(\w+)', min=(\d+), max=(\d+)\)", str(e))
+            if "has no upper bound" not in str(e) and fix is not None and spec is \
+                    case.dynamic_shapes:
+                spec = _with_range(spec, fix.group(1), int(fix.group(2)), int(fix.group(3)))
+                continue
+            assert "has no upper bound" in str(e), e
+            pytest.skip(f"unbounded Dim: {str(e).splitlines()[0]}")
+    case.others = [(a, k) for a, k in case.others if _within(a, k, spec)]
     # dims ExecuTorch's lowering specialized (lstm_tagger's sequence, tiny_gpt's batch):
     # the .pte refuses their other sizes, with a named check, instead of answering them
     pinned = {(m.group(1), int(m.group(2)), int(m.group(3))) for w in seen
@@ -366,3 +378,24 @@ def test_pte_keeps_a_not_equal_check_inside_a_size_splits_branch(tmp_path):
         x = torch.randn(2, n, 3)
         assert outcome(ep.module(), (x, torch.tensor(k)), {})[0] == "rejected", (n, k)
         assert outcome(run, (x, torch.tensor(k)), {})[0] == "rejected", (n, k)
+
+
+def _with_range(spec, name, lo, hi):
+    """`spec` with Dim `name` given the range lo..hi."""
+    return _pytree.tree_map(
+        lambda d: st.Dim(name, min=lo, max=hi) if isinstance(d, st.Dim) and d.name == name
+        else d, spec, is_leaf=lambda d: isinstance(d, st.Dim))
+
+
+def _within(args, kwargs, spec):
+    """Whether each tensor of (args, kwargs) fits the Dims of `spec` (a dict by name)."""
+    if not isinstance(spec, dict):
+        return True
+    given = dict(zip(spec, args), **kwargs)
+    for key, dims in spec.items():
+        t = given.get(key)
+        for d, dim in (dims.items() if isinstance(dims, dict) and t is not None else ()):
+            if isinstance(dim, st.Dim) and not (dim.min or 0) <= t.shape[d] <= (
+                    dim.max if dim.max is not None else t.shape[d]):
+                return False
+    return True

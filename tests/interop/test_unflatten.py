@@ -325,6 +325,67 @@ def test_preserved_module_returning_its_input_size_unflattens(make):
         tree(torch.randn(2, 2))
 
 
+@pytest.mark.parametrize("make", [_ReturnsASize, _ReturnsASizeUnderNoGrad])
+def test_decomposed_program_with_a_preserved_size_output_unflattens(make):
+    """``torch.export.unflatten(ep.to_torch().run_decompositions())``: torch's retrace
+    reads the returned size from the program's input, before the preserved call, and
+    unflatten stopped at 'Could not find output node sym_size_int_1' (session 38).  The
+    size is read again inside the call and the nodes after it read the call's output."""
+    model = make()
+    ep = st.export(model, (torch.randn(3),), dynamic_shapes=({0: torch.export.Dim("b")},),
+                   preserve_module_call_signature=("inner",))
+    decomposed = _convert(ep).run_decompositions()
+    for program in (decomposed, decomposed.run_decompositions()):
+        tree = torch.export.unflatten(program)
+        # (the call reads its own input only: it can be swapped)
+        assert len([n for n in tree.inner.graph.nodes if n.op == "placeholder"]) == 1
+        for b in (0, 1, 2, 5, 9):
+            x = torch.randn(b)
+            want = model(x)
+            for got in (tree(x), program.module()(x)):
+                assert_close(got[0], want[0])
+                assert got[1] == want[1]
+        with pytest.raises(Exception):
+            tree(torch.randn(2, 2))   # another rank: out of the declared space
+        with pytest.raises(Exception):
+            program.module()(torch.randn(2, 2))
+
+
+class _SizeOfAProduct(torch.nn.Module):
+    def forward(self, x):
+        return x.reshape(-1) * 2, x.shape[0] * x.shape[1]
+
+
+class _ReturnsAProductSize(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _SizeOfAProduct()
+
+    def forward(self, x):
+        y, n = self.inner(x + 1)
+        return y + n, n
+
+
+def test_decomposed_program_with_a_derived_size_output_unflattens_or_is_refused():
+    # (a size that no input dim of the call holds: read inside, or the catalogue's error)
+    model = _ReturnsAProductSize()
+    ep = st.export(model, (torch.randn(3, 4),),
+                   dynamic_shapes=({0: torch.export.Dim("b"), 1: torch.export.Dim("c")},),
+                   preserve_module_call_signature=("inner",))
+    try:
+        decomposed = _convert(ep).run_decompositions()
+    except st.ConversionError as e:
+        assert "preserved module 'inner'" in str(e), e
+        return
+    tree = torch.export.unflatten(decomposed)
+    assert len([n for n in tree.inner.graph.nodes if n.op == "placeholder"]) == 1
+    for shape in ((0, 3), (1, 1), (2, 5), (4, 0)):
+        x = torch.randn(*shape)
+        got, want = tree(x), model(x)
+        assert_close(got[0], want[0])
+        assert got[1] == want[1]
+
+
 class _SubWithConstants(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
