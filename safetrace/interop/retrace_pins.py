@@ -33,6 +33,13 @@ from safetrace.errors import interop as EI
 from safetrace.interop.hops import shape_env_of
 from safetrace.interop.lazy import value_ranges
 
+def oblivious() -> Any:
+    """Around torch's retrace of a converted program: torch's ``backed_size_oblivious``
+    (what torch.onnx's own capture sets), under which ``guard_or_false`` / ``guard_or_true``
+    take their general answer instead of deciding a size at the example."""
+    return torch.fx.experimental._config.patch(backed_size_oblivious=True)
+
+
 def leaf_paths(names: list[str], tep: Any) -> list[str] | None:
     """Each user input leaf's guard path (``L['x']``), in placeholder order; None where the
     structure is not one torch's guards name that way."""
