@@ -247,15 +247,26 @@ def _expr_guards(tep: Any, exprs: list, paths: list[str], told: str) -> list[str
     for k, d, s in input_sizes(tep):
         if k < len(paths):
             where.setdefault(s, sympy.Symbol(f"{paths[k]}.size()[{d}]", integer=True))
+    env = _env(tep)
+    raised = {s for s, r in tep.range_constraints.items() if env is not None and
+              s in env.var_to_range and env.var_to_range[s].lower >= 2 > r.lower}
     out = []
     for e in exprs:
         if not e.free_symbols <= where.keys():
             raise EI.retrace_pins(told, "run_decompositions")
         # (checked where each of its sizes is 2 or more: torch's retrace assumes no size
         # is 0 or 1 as torch.export's programs do, and ``pins`` leaves that too)
-        small = sorted(PythonPrinter().doprint(where[s]) for s in e.free_symbols)
+        # (only the sizes whose range the retrace raised to 2: under backed_size_oblivious
+        # a size it did not assume >= 2 keeps its 0 and 1 in the guard, e.g. `c` of
+        # `Eq(c*(n//2 - 1), 0)`, roll's empty slice, which holds at c = 1 only as written)
+        small = sorted(PythonPrinter().doprint(where[s]) for s in e.free_symbols
+                       if s in raised)
+        test = PythonPrinter().doprint(e.xreplace(where))
+        if not small:
+            out.append(test)
+            continue
         small = small[0] if len(small) == 1 else f"min({', '.join(small)})"
-        out.append(f"{small} < 2 or {PythonPrinter().doprint(e.xreplace(where))}")
+        out.append(f"{small} < 2 or {test}")
     return out
 
 
