@@ -44,6 +44,53 @@ def oblivious() -> Any:
     return torch.fx.experimental._config.patch(backed_size_oblivious=True)
 
 
+def general_forms(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """The arguments of torch's ``run_decompositions`` with, where the caller gave no
+    table, torch's default one and a Python form of the composite operators whose C++
+    kernel reads a symbolic size as an int (``take_along_dim``'s broadcast, ``max_pool1d``'s
+    output length: the size was pinned to the example's value)."""
+    if args or kwargs.get("decomp_table") is not None:
+        return args, kwargs
+    from torch.export import default_decompositions
+
+    table = default_decompositions()
+    table[torch.ops.aten.take_along_dim.default] = _take_along_dim
+    table[torch.ops.aten.max_pool1d.default] = _max_pool1d
+    return (), {**kwargs, "decomp_table": table}
+
+
+def _take_along_dim(a: Any, indices: Any, dim: Any = None) -> Any:
+    """``take_along_dim`` as torch's reference writes it (``torch._refs``), broadcast with
+    ``expand`` (the reference's ``prims.broadcast_in_dim`` returns an alias, which torch's
+    functionalization refuses)."""
+    from torch._refs import _broadcast_shapes
+
+    gather = torch.ops.aten.gather.default
+    if dim is None:
+        return gather(a.reshape(-1), 0, indices.reshape(-1))
+    dim = dim % max(a.dim(), 1)
+    sizes = list(a.shape)
+    sizes[dim] = indices.shape[dim]
+    idx = indices.expand(_broadcast_shapes(sizes, list(indices.shape)))
+    sizes = list(indices.shape)
+    sizes[dim] = a.shape[dim]
+    src = a.expand(_broadcast_shapes(sizes, list(a.shape)))
+    return gather(src, dim, idx % src.shape[dim])
+
+
+def _max_pool1d(x: Any, kernel_size: Any, stride: Any = (), padding: Any = 0,
+                dilation: Any = 1, ceil_mode: bool = False) -> Any:
+    """``max_pool1d`` as a 2-d pool of height 1 (as ATen's composite computes it)."""
+    def one(v: Any) -> Any:
+        return v[0] if isinstance(v, (list, tuple)) else v
+
+    k = one(kernel_size)
+    s = one(stride) if stride not in ((), []) else k
+    out = torch.ops.aten.max_pool2d_with_indices.default(
+        x.unsqueeze(-2), [1, k], [1, s], [0, one(padding)], [1, one(dilation)], ceil_mode)[0]
+    return out.squeeze(-2)
+
+
 def leaf_paths(names: list[str], tep: Any) -> list[str] | None:
     """Each user input leaf's guard path (``L['x']``), in placeholder order; None where the
     structure is not one torch's guards name that way."""

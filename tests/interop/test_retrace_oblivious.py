@@ -1,12 +1,15 @@
 """torch's ``run_decompositions`` of a converted program keeps the declared space where
 its kernels ask a size question with a general answer (``guard_or_false`` /
-``guard_or_true``: contiguity, broadcast, a branch's slice).
+``guard_or_true``: contiguity, broadcast, a branch's slice), and where a composite's C++
+kernel read a size as an int.
 
 At the export example's sizes those questions were decided and guarded (``s >= 3`` inside
-a branch of a size split traced at 3, ``Eq(s//2, 1)`` of a contiguity check at 3), and the decomposed module refused the other
-sizes (differential fuzz, seed 3701, ``SAFETRACE_FUZZ_DECOMPOSE=1``: 166
-over-rejections).  The retrace now runs as torch.onnx's capture does, under torch's
-``backed_size_oblivious``: those questions take their general answer, with no guard."""
+a branch of a size split traced at 3, ``Eq(s//2, 1)`` of a contiguity check at 3;
+``take_along_dim`` and ``max_pool1d`` pinned their sizes), and the decomposed module
+refused the other sizes (differential fuzz, seed 3701, ``SAFETRACE_FUZZ_DECOMPOSE=1``:
+166 over-rejections).  The retrace now runs as torch.onnx's capture does, under torch's
+``backed_size_oblivious`` (those questions take their general answer, with no guard), and
+with Python forms of the two composites (``retrace_pins.general_forms``)."""
 
 from __future__ import annotations
 
@@ -66,3 +69,33 @@ def test_a_contiguity_question_at_the_example_is_not_a_check():
     for dec in (ours, m):
         with pytest.raises(AssertionError):
             dec(torch.randn(5, 4, 3))   # past b's max
+
+
+class GatherAlong(torch.nn.Module):
+    def forward(self, x):
+        v = x[..., None]
+        return torch.take_along_dim(v, v.argmax(1, keepdim=True), 1).squeeze((0, -1))
+
+
+class Pool1d(torch.nn.Module):
+    def forward(self, x):
+        return F.max_pool1d(x, 2, ceil_mode=True) + x.shape[2]
+
+
+@pytest.mark.parametrize("model, example, spec, shapes, outside", [
+    # (before: take_along_dim's C++ broadcast read every size as an int: pinned to 2)
+    (GatherAlong(), (2, 2, 2), {0: st.Dim("a", min=2, max=9), 1: st.Dim("b"), 2: st.Dim("c")},
+     [(a, b, c) for a in (2, 3, 9) for b in (1, 2, 5) for c in (0, 1, 4)], (10, 2, 2)),
+    # (before: max_pool1d's C++ output length pinned the length to the example's 6)
+    (Pool1d(), (3, 4, 6), {0: st.Dim("n", max=5), 2: st.Dim("l", min=1, max=16)},
+     [(n, 4, ln) for n in (0, 1, 5) for ln in (1, 2, 5, 6, 7, 16)], (3, 4, 17)),
+])
+def test_a_composite_whose_kernel_reads_sizes_keeps_them(model, example, spec, shapes,
+                                                          outside):
+    # (max_pool1d's ceil_mode asks `2*((l - 1)//2) < l`, true for every l >= 1, which the
+    # guard check keeps as a decision: a warning, no input refused)
+    ours, m, _ = _decomposed(model, (torch.randn(example),), (spec,))
+    _same_as_eager(m, model, shapes)
+    for dec in (ours, m):
+        with pytest.raises(AssertionError):
+            dec(torch.randn(outside))
