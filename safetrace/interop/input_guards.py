@@ -29,7 +29,7 @@ from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.hierarchy import arg_names, sizes_held_through_decomposition
 from safetrace.interop.quoted_guards import with_quoted_module
 from safetrace.interop.relation_guards import relation_guards
-from safetrace.interop.retrace_pins import guard_count, guard_pins
+from safetrace.interop.retrace_pins import general_forms, guard_count, guard_pins, oblivious
 from safetrace.interop.retrace_refusals import refuse_cond_from_ours
 from safetrace.interop.subclass_values import refuse_decomposed_boundaries
 
@@ -93,7 +93,8 @@ def with_guards(tep: Any, guards: list[str], quoted: bool = False) -> None:
         refuse_decomposed_boundaries(self)
         since = guard_count(self)
         try:
-            with sizes_held_through_decomposition(self) as restore:
+            with sizes_held_through_decomposition(self) as restore, oblivious():
+                args, kwargs = general_forms(args, kwargs)
                 out = type(self).run_decompositions(self, *args, **kwargs)
                 restore(out)
         except Exception as exc:
