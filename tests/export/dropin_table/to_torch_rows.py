@@ -295,16 +295,13 @@ ROWS = [
         [(R(0),), (R(1),), (R(5),)], [(R(2, 2),)], paths=("unflatten", "decompose"),
         options={"preserve_module_call_signature": ("inner",)},
         theirs=Refuses(Exception)),
-    # STILL FAILING (loudly): unflatten of torch's run_decompositions() of the converted
-    # program, whose retrace hoists the size onto the program input
+    # torch's retrace hoists the size read onto the program input: read again inside the
+    # call from its own input (interop/hierarchy.py), so the call unflattens
     Row("preserved-call-returns-size-decomposed-unflatten", "to_torch: a preserved call "
         "returning a size, unflatten after run_decompositions (found by the audit)",
         ReturnsASize, (R(3),), ({0: D("b")},), [(R(0),), (R(1),), (R(5),)],
         paths=("unflatten_decomposed",), theirs=Refuses(Exception),
-        options={"preserve_module_call_signature": ("inner",)},
-        marks=(pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
-            "unflatten of the decomposed converted program: 'Could not find output node "
-            "sym_size_int_1' (issue 21 audit)")),)),
+        options={"preserve_module_call_signature": ("inner",)}),
     Row("re-export-converted", "to_torch module re-exported with dynamic dims",
         custom=_re_export),
 ]
