@@ -27,8 +27,10 @@ from typing import Any, Callable
 import torch
 
 from safetrace.errors import DeclaredSpaceViolation
+from safetrace.errors.mismatch import UNJOINABLE
 from safetrace.exporter.branches import (
-    Side, Unsplittable, both_sides, cond_outputs, env_of, output_vals, placeholders,
+    OutputsDiffer, Side, Unsplittable, both_sides, cond_outputs, env_of, output_vals,
+    placeholders,
 )
 from safetrace.exporter.compare import contract_key, narrower_ranges, note, signature_key
 from safetrace.exporter.contract import Condition, Contract, TensorInput
@@ -173,8 +175,21 @@ def split_relation(run: Callable[[dict], ExportedProgram], ep: ExportedProgram,
         return ep
     try:
         return _split(run, {}, ep, first[0], [max_splits])
+    except OutputsDiffer as why:  # (its check says why no split keeps the other answer)
+        return unjoinable(ep, first[0][0], why.detail)
     except Exception:  # noqa: BLE001 - the program as it was: its check refuses those sizes
         return ep
+
+
+def unjoinable(ep: ExportedProgram, cond: Any, detail: str) -> ExportedProgram:
+    """`ep`, its check of `cond` naming the output that the relation's other answer,
+    traced, returns with another dtype or rank (no torch.cond returns both: the check
+    stays, and its refusal says so rather than suggesting a torch.cond)."""
+    note = f" (the other answer, traced too: {detail}; {UNJOINABLE})"
+    ep.contract = dataclasses.replace(ep.contract, conditions=tuple(
+        dataclasses.replace(c, origin=c.origin + note)
+        if c.cond == cond and note not in c.origin else c for c in ep.contract.conditions))
+    return ep
 
 
 def split_refused(run: Callable[[dict], ExportedProgram], exc: Exception,
