@@ -37,6 +37,7 @@ from safetrace.exporter.contract import Condition, Contract, TensorInput
 from safetrace.exporter.declared_ranges import declared_range
 from safetrace.exporter.eager_raises import ASSUMED_MIN, refuting, requirements_only
 from safetrace.exporter.program import ExportedProgram
+from safetrace.exporter.size_tests import same_either_way
 from safetrace.exporter.sides import ASSUMED, RELATED, assumed_hold, with_assumed
 from safetrace.exporter.split_report import header, two_sides, where_of
 from safetrace.meta.symtypes import torch_env
@@ -322,8 +323,11 @@ def _solve(run: Callable, overrides: dict, budget: list[int]) -> ExportedProgram
         try:
             return _split(run, overrides, ep, ep.relation_sides[0], budget)
         except Exception:  # noqa: BLE001 - this side as it was: its check stays
-            return ep
-    return ep
+            pass
+    # (its size tests on sizes read from data, as the export's own first trace's: the other
+    # answer traced too, within the side, and joined on the data where the program runs;
+    # at most as many traces as the splits left: ``max_splits`` bounds these too)
+    return same_either_way(run, overrides, ep, budget[0])
 
 
 def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any, origin: str,

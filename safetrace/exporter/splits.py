@@ -135,8 +135,8 @@ def _checked(run: Callable, exc: DeclaredSpaceViolation, why: Exception | None,
         ep = run(checked)
     except DeclaredSpaceViolation:
         raise exc from why
-    ep = split_small_sizes(lambda side: run({**checked, **side}), ep, max_splits,
-                           _explore, combine)
+    ep = split_small_sizes(lambda side, flipped=frozenset(): run({**checked, **side}, flipped),
+                           ep, max_splits, _explore, combine)
     if isinstance(why, OutputsDiffer) and getattr(exc, "st_relation", None):
         return unjoinable(ep, exc.st_relation[0], why.detail)  # (its refusal says why)
     return ep
@@ -223,7 +223,8 @@ def _trace_side(run: Callable, side: dict, name: str, sides: list[Side],
             sides.append(Side(region_of(side), joined))
         return
     ep = same_either_way(run, side, ep, budget[1])
-    ep = split_relation(lambda more, side=side: run({**side, **more}), ep, budget[1])
+    ep = split_relation(lambda more, flipped=frozenset(), side=side: run(
+        {**side, **more}, flipped), ep, budget[1])
     if len(budget) > 4 and getattr(ep, "small_sides", ()):  # (small_splits.py's: nested)
         try:
             explore_small(run, ep, side, _explore, sides, budget, combine)
@@ -274,7 +275,8 @@ def _relation_side(run: Callable, side: dict, exc: DeclaredSpaceViolation,
     if not getattr(exc, "st_relation", None):
         return None
     try:
-        return split_refused(lambda more: run({**side, **more}), exc, max_splits)
+        return split_refused(lambda more, flipped=frozenset(): run({**side, **more}, flipped),
+                             exc, max_splits)
     except Exception as why:  # noqa: BLE001 - a split never makes an error worse
         if str(getattr(why, "cause", "")).startswith("internal error:"):
             raise
