@@ -116,3 +116,34 @@ def test_a_named_dims_refusal_says_both_sides_were_traced(f):
     for n in (0, 1, 2):  # (outside the fixed space: refused)
         with pytest.raises(st.InputMismatchError):
             ep.module()(torch.randn(n))
+
+
+def _data_other_rank(x):
+    v1 = x[x > 0]
+    if v1.numel() > 1:
+        v4 = v1 * 2
+    else:
+        v4 = v1[:1].sum()   # (another rank: no data split joins the answers)
+    return v4
+
+
+def test_a_size_oblivious_assertion_names_its_fix():
+    """A size read from data tested where the two answers return other ranks: the
+    run-time assertion says why no split kept the other answer, and the fix."""
+    ep = st.export(_data_other_rank, (torch.randn(7, 6),),
+                   dynamic_shapes=({0: Dim("a", max=9), 1: Dim("b")},))
+    for x in (torch.ones(1, 3), torch.ones(3, 1), torch.randn(9, 4).abs() + 0.1,
+              torch.tensor([[1.0, -1.0, 2.0]])):
+        torch.testing.assert_close(ep.module()(x), _data_other_rank(x))
+    for x in (-torch.ones(2, 2), torch.ones(1, 1)):
+        _data_other_rank(x)  # eager computes the other side
+        with pytest.raises(RuntimeError, match="size-oblivious") as info:
+            ep.module()(x)
+        assert "return the same dtypes and numbers of dims, or raise max_splits" in \
+            str(info.value)
+    for x in (torch.randn(0, 3), torch.ones(4, 0)):  # (no element: a check of the sizes)
+        _data_other_rank(x)
+        with pytest.raises(st.InputMismatchError, match="must be >= 1"):
+            ep.module()(x)
+    with pytest.raises(st.InputMismatchError):  # out of the declared space
+        ep.module()(torch.ones(10, 2))
