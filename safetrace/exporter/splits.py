@@ -32,8 +32,8 @@ from safetrace.errors import DeclaredSpaceViolation, OpShapeError, too_many_spli
 from safetrace.errors.violations import sides_unjoined
 from safetrace.exporter.auto_small import relations
 from safetrace.exporter.branches import (
-    OutputsDiffer, Side, Unsplittable, branch_graph, cond_outputs, env_of, extra_placeholders, input_nodes,
-    output_vals, placeholders, point_subst, unified_constants,
+    OutputsDiffer, Side, Unsplittable, branch_graph, cond_outputs, env_of, extra_placeholders,
+    input_nodes, output_vals, placeholders, point_subst, unified_constants,
 )
 from safetrace.exporter.compare import (contract_key, note, residual_conditions,
                                         same_program, signature_key)
