@@ -157,6 +157,11 @@ def wrong_layout(path: str, strides: tuple, offset: int, origin: str,
         f"contiguous inputs.", fix=f"pass {path}.contiguous()", where=Where(input=path))
 
 
+# the note of a branch's condition whose other side returns another dtype or rank
+# (exporter/relation_splits.py): no torch.cond holds both sides, so the fix is not one
+UNJOINABLE = "one graph returns one dtype and rank per output, a torch.cond's branches too"
+
+
 class FailedCondition(InputMismatchError):
     """The sizes break a residual condition of the contract."""
 
@@ -193,6 +198,14 @@ def failed_condition(text: str, origin: str, kind: str = "", fix: str = "") -> F
     line = f"at {at.group(1)}" if at else "at the line named"
     names = list(dict.fromkeys(re.findall(r"(\w+)\.shape\[", text))) or ["x"]
     ops = f"({', '.join(names)},)" if len(names) == 1 else f"({', '.join(names)})"
+    if UNJOINABLE in origin:  # (relation_splits._unjoinable: a torch.cond cannot either)
+        return FailedCondition(
+            f"{head}. Eager does not raise here: the program was exported for one answer of "
+            f"this condition {line} (the one the example inputs gave), and for these inputs "
+            f"eager computes the other side, which returns another dtype or rank.",
+            fix=f"pass inputs where `{text}` holds; or make both sides of the branch {line} "
+                f"return the same dtype and number of dims (a `.to(dtype)`, a `reshape`): "
+                f"the export then holds both")
     cond_fix = (f"or make both sides traceable: in place of the branch {line}, "
                 f"out = torch.cond({text}, true_fn, false_fn, {ops})  "
                 f"(true_fn / false_fn: the two sides, functions of {', '.join(names)})")

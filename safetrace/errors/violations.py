@@ -13,7 +13,7 @@ from typing import Any
 from safetrace.errors.base import ConstraintViolationError
 
 __all__ = ["Violation", "count_pinned", "eager_fails", "DeclaredSpaceViolation",
-           "declared_space"]
+           "declared_space", "sides_unjoined"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,3 +194,16 @@ def declared_space(problems: list[Violation], suggestion: str, fixes: dict | Non
         fix=suggestion, problems=list(problems), fixes=dict(fixes or {}),
         dim_fixes=dict(dim_fixes or {}), declared=dict(declared or {}),
         places=dict(places or {}), **extra)
+
+
+def sides_unjoined(exc: DeclaredSpaceViolation, detail: str) -> DeclaredSpaceViolation:
+    """`exc`, a refusal whose size split traced both sides of the branch and could not
+    join them (`detail`: the output that has another dtype or rank on the other side),
+    saying so: its fixes narrow the Dim, as no torch.cond holds both sides either."""
+    exc.cause += (f"\nBoth sides of that branch were traced (a size split): {detail}. One "
+                  f"graph returns one dtype and rank per output, a torch.cond's branches "
+                  f"too, so no program holds both: narrow the Dim as below, or make both "
+                  f"sides return the same dtype and number of dims (a `.to(dtype)`, a "
+                  f"`reshape`), which the export then splits on.")
+    exc.args = (exc.render(),)
+    return exc

@@ -35,6 +35,15 @@ class Unsplittable(Exception):
     """The sides cannot make one program (the original refusal stands)."""
 
 
+class OutputsDiffer(Unsplittable):
+    """Two sides return an output of another dtype or rank: a ``torch.cond``'s branches
+    return one of each, so no one program holds both (``detail`` says which output)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
 def unified_constants(sides: list[Side]) -> tuple[dict, list[dict]]:
     """Every side's lifted constants under one name each (renamed where two differ)."""
     out: dict[str, torch.Tensor] = {}
@@ -194,6 +203,13 @@ def _user_vals(ep: ExportedProgram) -> list:
             for o, v in zip(ep.graph_signature.output_specs, out) if o.kind == "user_output"]
 
 
+def _typed(meta: Any) -> str:
+    """``a bool tensor of 4 dims``: an output's dtype and rank, as a refusal names them."""
+    name = str(meta.dtype).removeprefix("torch.")
+    n = len(meta.shape)
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name} tensor of {n} dim{'s' * (n != 1)}"
+
+
 def output_vals(sides: list[Side], ref: Side, syms: dict, env: Any,
                 keep: frozenset = frozenset()) -> list:
     """The outputs' metadata every side agrees on (the reference's, where each side's
@@ -226,7 +242,8 @@ def output_vals(sides: list[Side], ref: Side, syms: dict, env: Any,
                 continue
             a, b = mine.st_meta, theirs.st_meta
             if a.dtype != b.dtype or len(a.shape) != len(b.shape):
-                raise Unsplittable(f"output {k} differs in dtype or rank between the sides")
+                raise OutputsDiffer(f"output {k} is {_typed(a)} on one side and {_typed(b)} "
+                                    f"on the other")
             for d, (x, y) in enumerate(zip(a.shape, b.shape)):
                 if _differ(x, y, subst):
                     new(k, d, 0)

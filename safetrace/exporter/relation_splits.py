@@ -27,14 +27,17 @@ from typing import Any, Callable
 import torch
 
 from safetrace.errors import DeclaredSpaceViolation
+from safetrace.errors.mismatch import UNJOINABLE
 from safetrace.exporter.branches import (
-    Side, Unsplittable, both_sides, cond_outputs, env_of, output_vals, placeholders,
+    OutputsDiffer, Side, Unsplittable, both_sides, cond_outputs, env_of, output_vals,
+    placeholders,
 )
 from safetrace.exporter.compare import contract_key, narrower_ranges, note, signature_key
 from safetrace.exporter.contract import Condition, Contract, TensorInput
 from safetrace.exporter.declared_ranges import declared_range
 from safetrace.exporter.eager_raises import ASSUMED_MIN, refuting, requirements_only
 from safetrace.exporter.program import ExportedProgram
+from safetrace.exporter.size_tests import same_either_way
 from safetrace.exporter.sides import ASSUMED, RELATED, assumed_hold, with_assumed
 from safetrace.exporter.split_report import header, two_sides, where_of
 from safetrace.meta.symtypes import torch_env
@@ -173,8 +176,21 @@ def split_relation(run: Callable[[dict], ExportedProgram], ep: ExportedProgram,
         return ep
     try:
         return _split(run, {}, ep, first[0], [max_splits])
+    except OutputsDiffer as why:  # (its check says why no split keeps the other answer)
+        return unjoinable(ep, first[0][0], why.detail)
     except Exception:  # noqa: BLE001 - the program as it was: its check refuses those sizes
         return ep
+
+
+def unjoinable(ep: ExportedProgram, cond: Any, detail: str) -> ExportedProgram:
+    """`ep`, its check of `cond` naming the output that the relation's other answer,
+    traced, returns with another dtype or rank (no torch.cond returns both: the check
+    stays, and its refusal says so rather than suggesting a torch.cond)."""
+    note = f" (the other answer, traced too: {detail}; {UNJOINABLE})"
+    ep.contract = dataclasses.replace(ep.contract, conditions=tuple(
+        dataclasses.replace(c, origin=c.origin + note)
+        if c.cond == cond and note not in c.origin else c for c in ep.contract.conditions))
+    return ep
 
 
 def split_refused(run: Callable[[dict], ExportedProgram], exc: Exception,
@@ -307,8 +323,11 @@ def _solve(run: Callable, overrides: dict, budget: list[int]) -> ExportedProgram
         try:
             return _split(run, overrides, ep, ep.relation_sides[0], budget)
         except Exception:  # noqa: BLE001 - this side as it was: its check stays
-            return ep
-    return ep
+            pass
+    # (its size tests on sizes read from data, as the export's own first trace's: the other
+    # answer traced too, within the side, and joined on the data where the program runs;
+    # at most as many traces as the splits left: ``max_splits`` bounds these too)
+    return same_either_way(run, overrides, ep, budget[0])
 
 
 def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any, origin: str,

@@ -29,10 +29,11 @@ from typing import Any, Callable
 import torch
 
 from safetrace.errors import DeclaredSpaceViolation, OpShapeError, too_many_splits
+from safetrace.errors.violations import sides_unjoined
 from safetrace.exporter.auto_small import relations
 from safetrace.exporter.branches import (
-    Side, Unsplittable, branch_graph, cond_outputs, env_of, extra_placeholders, input_nodes,
-    output_vals, placeholders, point_subst, unified_constants,
+    OutputsDiffer, Side, Unsplittable, branch_graph, cond_outputs, env_of, extra_placeholders,
+    input_nodes, output_vals, placeholders, point_subst, unified_constants,
 )
 from safetrace.exporter.compare import (contract_key, note, residual_conditions,
                                         same_program, signature_key)
@@ -40,7 +41,7 @@ from safetrace.exporter.contract import Condition, Contract, TensorInput
 from safetrace.exporter.eager_raises import ASSUMED_MIN
 from safetrace.exporter.hoist import Prefix, common_prefix, is_size_node
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
-from safetrace.exporter.relation_splits import split_refused, split_relation
+from safetrace.exporter.relation_splits import split_refused, split_relation, unjoinable
 from safetrace.exporter.sides import CHECKED
 from safetrace.exporter.size_tests import same_either_way, widen_unbacked
 from safetrace.exporter.small_splits import KEPT, explore_small, split_small_sizes
@@ -86,6 +87,8 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
         if getattr(why, "kind", "") == "too-many-splits" and not getattr(
                 original, "st_pinned", False):  # (a pin's refusal names its static fix)
             raise
+        if isinstance(why, OutputsDiffer):  # (no split holds both: the refusal says so)
+            raise sides_unjoined(original, why.detail) from why
         if getattr(original, "st_relation", None):  # a condition holding on many ranges
             try:  # (`s % 20 < 10`): split on it as on a relation, two sides in all
                 return split_refused(run, original, max_splits)
@@ -132,8 +135,11 @@ def _checked(run: Callable, exc: DeclaredSpaceViolation, why: Exception | None,
         ep = run(checked)
     except DeclaredSpaceViolation:
         raise exc from why
-    return split_small_sizes(lambda side: run({**checked, **side}), ep, max_splits,
-                             _explore, combine)
+    ep = split_small_sizes(lambda side, flipped=frozenset(): run({**checked, **side}, flipped),
+                           ep, max_splits, _explore, combine)
+    if isinstance(why, OutputsDiffer) and getattr(exc, "st_relation", None):
+        return unjoinable(ep, exc.st_relation[0], why.detail)  # (its refusal says why)
+    return ep
 
 
 def _count_beyond(exc: DeclaredSpaceViolation, max_splits: int) -> bool:
@@ -217,7 +223,8 @@ def _trace_side(run: Callable, side: dict, name: str, sides: list[Side],
             sides.append(Side(region_of(side), joined))
         return
     ep = same_either_way(run, side, ep, budget[1])
-    ep = split_relation(lambda more, side=side: run({**side, **more}), ep, budget[1])
+    ep = split_relation(lambda more, flipped=frozenset(), side=side: run(
+        {**side, **more}, flipped), ep, budget[1])
     if len(budget) > 4 and getattr(ep, "small_sides", ()):  # (small_splits.py's: nested)
         try:
             explore_small(run, ep, side, _explore, sides, budget, combine)
@@ -268,7 +275,8 @@ def _relation_side(run: Callable, side: dict, exc: DeclaredSpaceViolation,
     if not getattr(exc, "st_relation", None):
         return None
     try:
-        return split_refused(lambda more: run({**side, **more}), exc, max_splits)
+        return split_refused(lambda more, flipped=frozenset(): run({**side, **more}, flipped),
+                             exc, max_splits)
     except Exception as why:  # noqa: BLE001 - a split never makes an error worse
         if str(getattr(why, "cause", "")).startswith("internal error:"):
             raise

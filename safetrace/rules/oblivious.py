@@ -284,5 +284,8 @@ def _size_test(env: Env, c: Expr) -> tuple[bool, str, str, bool] | None:
                 f"`{c}` answered {not answer} (the other side of a size test, traced to "
                 f"compare with the general side)", True)
     why = (f"`{c}` answered {answer} as for every size >= 2; data with {sizes} would take "
-           f"the other branch, which was not traced")
+           f"the other branch, which was not traced: the export traces it and asks the size "
+           f"where the program runs only where both answers return outputs of one dtype "
+           f"and rank, within max_splits; fix: make both sides of that branch return the "
+           f"same dtypes and numbers of dims, or raise max_splits")
     return answer, "size test", why, True

@@ -27,7 +27,8 @@ Per input (an exported program called on fresh inputs):
                   runs some functions on one and raises for others, ``r * 2 + r.sum()``:
                   no graph can tell which, ``empty_vmap``)
   rank_by_design  such a rejection where eager's result on the input has another number
-                  of dims (or of outputs) than the program's on its example: a branch
+                  of dims or another dtype (or number of outputs) than the program's on
+                  its example: a branch
                   whose other side returns another rank, which no one graph returns (the
                   export keeps the example's side as a check, as torch.export's guard)
   WRONG           different outputs, or a result where eager raises, or a loaded program
@@ -133,7 +134,7 @@ class Stats:
                 f"(+{c['small_by_design']} at sizes 0/1 by design, +{c['oblivious_by_design']} "
                 f"size-oblivious data sizes, +{c['count_by_design']} pinned counts, "
                 f"+{c['vmap_by_design']} empty vmap batches, +{c['rank_by_design']} other "
-                f"ranks), "
+                f"ranks or dtypes), "
                 f"WRONG {c['WRONG']}, "
                 f"crash_after_checks {c['crash_after_checks']}, export_crash {c['export_crash']}"
                 + (f", other-dtype probes {c['dtype_probes']}" if c["dtype_probes"] else "")
@@ -406,10 +407,12 @@ def _eager_out(eager, args):
 
 
 def _ranks(out) -> list:
-    """The number of dims of each tensor of a result (None for other values)."""
+    """The number of dims and the dtype of each tensor of a result (None for other
+    values): a branch whose other side returns another dtype is no torch.cond either."""
     from torch.utils import _pytree as pytree
 
-    return [t.ndim if isinstance(t, torch.Tensor) else None for t in pytree.tree_leaves(out)]
+    return [(t.ndim, t.dtype) if isinstance(t, torch.Tensor) else None
+            for t in pytree.tree_leaves(out)]
 
 
 def _eager_handles(eager, args) -> bool:
