@@ -41,7 +41,7 @@ def unified_constants(sides: list[Side]) -> tuple[dict, list[dict]]:
     names: list[dict] = []
     for s in sides:
         mine = {}
-        for name, t in s.ep.constants.items():
+        for name, t in s.ep.lifted_constants.items():
             new = name
             k = 0
             while new in out and not (out[new].dtype == t.dtype and out[new].shape == t.shape

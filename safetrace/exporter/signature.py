@@ -80,8 +80,7 @@ class ExportGraphSignature:
     # what torch's signature has beyond ours: code reading it wants torch's program
     _TORCH_ONLY = frozenset({
         "assertion_dep_token", "backward_signature", "get_replace_hook", "input_tokens",
-        "inputs_to_lifted_custom_objs", "inputs_to_lifted_tensor_constants",
-        "lifted_custom_objs", "output_tokens", "parameters_to_mutate", "replace_all_uses",
+        "output_tokens", "parameters_to_mutate", "replace_all_uses",
         "user_inputs_to_mutate"})
 
     def __getattr__(self, name: str) -> Any:
@@ -90,6 +89,21 @@ class ExportGraphSignature:
     def __init__(self, input_specs: list[InputSpec], output_specs: list[OutputSpec]) -> None:
         self.input_specs = input_specs
         self.output_specs = output_specs
+        # the program's ``constant_key`` (a weak reference: the program holds this), which
+        # names a lifted constant as torch.export does; None: by placeholder target
+        self.program: Any = None
+
+    def _lifted(self, tensors: bool) -> dict[str, str]:
+        """{placeholder: torch.export's name} of the lifted tensor constants (`tensors`)
+        or of the torchbind objects."""
+        ep = self.program() if self.program is not None else None
+        out = {}
+        for s in self.input_specs:
+            if s.kind == "constant":
+                key, is_tensor = ep.constant_key(s) if ep is not None else (s.target, True)
+                if is_tensor == tensors:
+                    out[s.name] = key
+        return out
 
     def _inputs(self, kind: str) -> list[str]:
         return [s.name for s in self.input_specs if s.kind == kind]
@@ -112,7 +126,22 @@ class ExportGraphSignature:
 
     @property
     def lifted_tensor_constants(self) -> list[str]:
-        return [s.target for s in self.input_specs if s.kind == "constant"]
+        """The lifted tensor constants by torch.export's names (their keys in
+        ``ep.constants``: ``sub.table``, ``lifted_tensor_0``)."""
+        return list(self._lifted(True).values())
+
+    @property
+    def inputs_to_lifted_tensor_constants(self) -> dict[str, str]:
+        return self._lifted(True)
+
+    @property
+    def lifted_custom_objs(self) -> list[str]:
+        """The torchbind objects the program holds, by attribute path."""
+        return list(self._lifted(False).values())
+
+    @property
+    def inputs_to_lifted_custom_objs(self) -> dict[str, str]:
+        return self._lifted(False)
 
     @property
     def inputs_to_parameters(self) -> dict[str, str]:

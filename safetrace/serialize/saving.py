@@ -47,14 +47,15 @@ def save(ep: Any, path: Any, *, weights: bool = True, verbose: bool | None = Non
     if is_torch_program(ep):
         raise E.ours_given_torch_program("st.save")
     external = set(ep.state_dict) if not weights else set()
-    objects = {k: v for k, v in ep.constants.items() if not isinstance(v, torch.Tensor)}
+    objects = {k: v for k, v in ep.lifted_constants.items()
+               if not isinstance(v, torch.Tensor)}
     objects.update((i.path, i.value) for i in ep.contract.inputs
                    if type(getattr(i, "value", None)) is torch.ScriptObject)
     if objects:  # (torchbind objects, held or inputs: no allowlisted form)
         raise E.torchbind_save(list(objects), next(iter(objects.values()))._type()
                                .qualified_name())
     tensors = {f"state:{k}": v for k, v in ep._state.items() if k not in external}
-    tensors.update({f"constant:{k}": v for k, v in ep.constants.items()})
+    tensors.update({f"constant:{k}": v for k, v in ep.lifted_constants.items()})
     subclass = [k for k, v in tensors.items() if is_traceable_wrapper_subclass(v)]
     if subclass:
         raise E.subclass_save([k.split(":", 1)[1] for k in subclass],
@@ -150,7 +151,7 @@ def document(ep: Any) -> dict:
                    "dtype": str(v.dtype).removeprefix("torch."), "shape": list(v.shape),
                    **({"order": order} if (order := dense_order(v)) is not None else {})}
                   for k, v in ep._state.items()],
-        "constants": list(ep.constants),
+        "constants": list(ep.lifted_constants),
         "dim_names": sorted([k, v] for k, v in getattr(ep, "dim_names", {}).items()
                             if ep.contract.symbol(k) is not None),
         "training": bool(getattr(ep, "exported_training", False)),
