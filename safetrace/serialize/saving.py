@@ -29,7 +29,9 @@ from safetrace.trace.subclasses import rebuild
 FORMAT = "safetrace.program"
 # 2.1: dim_names, training; dtypes without a safetensors code (the safetrace.dtypes entry)
 # 2.2: splits (the lines of exporter/split_report.py, written only where there are some)
-VERSION = (2, 2)
+# 2.3: constant_paths, constant_aliases (torch.export's names of the lifted constants,
+#      ``ep.constants``' keys; written only where one is not the placeholder's less c_)
+VERSION = (2, 3)
 # the metadata entry of the program (beside it: ``safetrace.dtypes``, see tensorfile.py)
 PROGRAM = "safetrace.program"
 
@@ -158,7 +160,20 @@ def document(ep: Any) -> dict:
         **({"subgraphs": subgraphs} if (subgraphs := encode_subgraphs(ep.graph, _nodes))
            else {}),
         **({"splits": splits} if (splits := describe(ep.graph)) else {}),
+        **_constant_paths(ep),
     }
+
+
+def _constant_paths(ep: Any) -> dict:
+    """torch.export's name of each lifted constant (its attribute path) where the loader
+    cannot tell it from the placeholder's (``c_sub_w`` is ``sub.w``, not ``sub_w``), and
+    the other paths of a constant held under two."""
+    known = vars(ep).get("constant_targets") or {}
+    paths = sorted([k, v] for k, v in known.items()
+                   if k in ep.lifted_constants and v != k.removeprefix("c_"))
+    aliases = sorted([k, v] for k, v in (vars(ep).get("constant_aliases") or {}).items())
+    return {**({"constant_paths": paths} if paths else {}),
+            **({"constant_aliases": aliases} if aliases else {})}
 
 
 def _nodes(graph: torch.fx.Graph) -> list[dict]:
