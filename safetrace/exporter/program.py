@@ -72,7 +72,7 @@ class ExportedProgram:
         "_graph_signature", "_guards_code", "_module_call_graph",
         "_num_lifted_params_buffers", "_range_constraints", "_state_dict",
         "_transform_do_not_use", "_update", "_validate", "_verifiers", "call_spec", "dialect",
-        "tensor_constants", "validate", "verifier", "verifiers"})
+        "validate", "verifier", "verifiers"})
 
     def __getattr__(self, name: str) -> Any:
         return torch_only("ExportedProgram", name, self._TORCH_ONLY)
@@ -173,6 +173,15 @@ class ExportedProgram:
         buffers = set(self.graph_signature.non_persistent_buffers)  # (last, as torch's)
         return {**{k: v for k, v in held.items() if k not in buffers},
                 **{k: v for k, v in held.items() if k in buffers}}
+
+    @constants.setter
+    def constants(self, value: Any) -> None:
+        raise RuntimeError("Unable to set ExportedProgram's constants attribute.")  # (torch's)
+
+    @property
+    def tensor_constants(self) -> dict[str, Any]:
+        """``constants`` (torch.export's other name for it)."""
+        return self.constants
 
     def constant_key(self, spec: InputSpec) -> tuple[str, bool]:
         """A lifted constant's key in ``constants`` (torch.export's name: its attribute

@@ -115,6 +115,10 @@ def _constants(tmp: Path) -> None:
     _same_tables(ep.constants, {k: ref.constants[k] for k in ep.constants})
     assert ep.constants["mask"].tolist() == [5.0] * 3 and model.mask.tolist() == [1.0] * 3
     assert ep.constants["mask"] is ep.to_torch().constants["mask"]
+    for prog in (ep, ref):  # torch's other name, and its refusal to replace the table
+        assert list(prog.tensor_constants) == list(prog.constants)
+        with pytest.raises(RuntimeError, match="Unable to set ExportedProgram's constants"):
+            prog.constants = {}
 
 
 def _state_dict(tmp: Path) -> None:
