@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import sys
+import weakref
 from typing import Any
 
 from safetrace.errors import torch_api_given_ours
@@ -92,6 +94,17 @@ class ExportGraphSignature:
         # the program's ``constant_key`` (a weak reference: the program holds this), which
         # names a lifted constant as torch.export does; None: by placeholder target
         self.program: Any = None
+
+    def __deepcopy__(self, memo: dict) -> "ExportGraphSignature":
+        # (a copy of the program, made before its attributes are: the copy's signature
+        # names the copy's constants)
+        new = ExportGraphSignature(copy.deepcopy(self.input_specs, memo),
+                                   copy.deepcopy(self.output_specs, memo))
+        memo[id(self)] = new
+        ep = self.program() if self.program is not None else None
+        twin = memo.get(id(ep)) if ep is not None else None
+        new.program = weakref.ref(twin) if twin is not None else self.program
+        return new
 
     def _lifted(self, tensors: bool) -> dict[str, str]:
         """{placeholder: torch.export's name} of the lifted tensor constants (`tensors`)

@@ -6,6 +6,8 @@ that are not the program's constants are refused."""
 
 from __future__ import annotations
 
+import copy
+import gc
 import io
 
 import pytest
@@ -97,3 +99,16 @@ def test_names_that_are_not_the_programs_constants_are_refused(field, value, why
     doc[field] = value
     with pytest.raises(st.LoadError, match=why):
         st.load(hostile.pack(doc, tensors))
+
+
+def test_a_copy_of_a_program_names_its_constants_when_the_original_is_gone():
+    model, ep, _ = _saved()
+    names = list(ep.graph_signature.lifted_tensor_constants)
+    assert names == ["sub.table", "shared", "lifted_tensor_0"]
+    twin = copy.deepcopy(ep)
+    del ep
+    gc.collect()
+    assert list(twin.graph_signature.lifted_tensor_constants) == names
+    assert sorted(twin.constants) == ["lifted_tensor_0", "mask", "shared", "sub.shared",
+                                      "sub.table"]
+    _runs(twin, model)
