@@ -400,3 +400,41 @@ def test_a_held_tensor_replaced_but_not_read_exports():
         x = torch.randn(n)
         torch.testing.assert_close(ep.module()(x), x + 1)
     assert model.h.t.tolist() == [0.0, 0.0]
+
+
+class _Table(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = torch.arange(3.0)
+
+
+class _SplitReads(nn.Module):
+    """A submodule's constant read on both sides of a size split."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sub = _Table()
+
+    def forward(self, x):
+        if x.shape[0] > 2:
+            return x * self.sub.table
+        return x + self.sub.table + torch.tensor([1.0, 2.0, 3.0])
+
+
+def test_a_split_program_keys_its_constants_as_torch():
+    """A program made of a size split's sides keys ep.constants by attribute path (and
+    converts with those names), as torch.export's program of the model (exported at one
+    size: torch refuses the split) and as an export without splits."""
+    model = _SplitReads()
+    ep = st.export(model, (torch.randn(4, 3),), dynamic_shapes=({0: st.Dim("b", max=16)},))
+    ref = torch.export.export(model, (torch.randn(4, 3),))
+    assert "sub.table" in ep.constants and "sub.table" in ref.constants
+    assert ep.constants["sub.table"] is model.sub.table
+    assert "sub_table" not in ep.constants
+    assert "sub.table" in ep.to_torch().constants
+    assert "sub.table" in ep.graph_signature.lifted_tensor_constants
+    for n in (0, 1, 2, 3, 16):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x), model(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(17, 3))
