@@ -82,8 +82,7 @@ class ExportGraphSignature:
     # what torch's signature has beyond ours: code reading it wants torch's program
     _TORCH_ONLY = frozenset({
         "assertion_dep_token", "backward_signature", "get_replace_hook", "input_tokens",
-        "output_tokens", "parameters_to_mutate", "replace_all_uses",
-        "user_inputs_to_mutate"})
+        "output_tokens", "replace_all_uses"})
 
     def __getattr__(self, name: str) -> Any:
         return torch_only("ExportGraphSignature", name, self._TORCH_ONLY)
@@ -171,6 +170,18 @@ class ExportGraphSignature:
     @property
     def buffers_to_mutate(self) -> dict[str, str]:
         return {s.name: s.target for s in self.output_specs if s.kind == "buffer_mutation"}
+
+    @property
+    def parameters_to_mutate(self) -> dict[str, str]:
+        """Empty: a parameter the program writes is written in place in its graph, as in
+        torch.export's program (whose ``run_decompositions()`` lists it)."""
+        return {}
+
+    @property
+    def user_inputs_to_mutate(self) -> dict[str, str]:
+        """Empty: an input the program writes is written in place in its graph, as in
+        torch.export's program (whose ``run_decompositions()`` lists it)."""
+        return {}
 
     def __repr__(self) -> str:
         lines = ["ExportGraphSignature("]

@@ -57,6 +57,19 @@ class Holds(nn.Module):
                 + torch.tensor([0.5]) + self.held["p"])
 
 
+class WritesInPlace(nn.Module):
+    """A parameter and the input written in place."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(3), requires_grad=False)
+
+    def forward(self, x):
+        self.w.add_(1)
+        x.mul_(2)
+        return x + self.w
+
+
 _SPEC = ({0: D("b", max=64)}, None)
 
 
@@ -176,6 +189,24 @@ def _buffers_to_mutate(tmp: Path) -> None:
     assert sorted(ep.graph_signature.buffers_to_mutate.values()) == sorted(
         functional.values()) == ["mask", "steps"]
     _runs(ep, ref)
+    # a parameter and an input written in place: in the graph, listed by neither
+    model, x = WritesInPlace(), R(2, 3)
+    ours, theirs = (export(model, (x.clone(),), dynamic_shapes=({0: D("n", max=16)},))
+                    for export in (st.export, torch.export.export))
+    for attr in ("parameters_to_mutate", "user_inputs_to_mutate", "buffers_to_mutate"):
+        assert dict(getattr(ours.graph_signature, attr)) == dict(
+            getattr(theirs.graph_signature, attr)) == {}, attr
+    decomposed = theirs.run_decompositions().graph_signature
+    assert list(decomposed.parameters_to_mutate.values()) == ["w"]
+    assert list(decomposed.user_inputs_to_mutate.values()) == ["x"]
+    for n in (0, 1, 5):
+        x, w = R(n, 3), ours.state_dict["w"].detach().clone()  # (the program's)
+        want_x, got_x = x.clone(), x.clone()
+        want = (want_x * 2 + (w + 1))
+        same(ours.module()(got_x), want)
+        same(got_x, want_x * 2)  # the input written, as eager writes it
+    with pytest.raises(st.InputMismatchError):
+        ours.module()(R(17, 3))
 
 
 def _example_inputs(tmp: Path) -> None:
