@@ -92,6 +92,9 @@ def test_a_file_without_the_paths_loads_with_the_placeholder_names():
     ("constant_paths", [["c_sub_table", "sub.\x1b[2Ktable"]], "not printable"),
     ("constant_paths", [["c_sub_table", 3]], ""),
     ("constant_aliases", [["sub.shared", "elsewhere"]], "is not the path of a constant"),
+    ("constant_paths", [["c_sub_table", "shared"]], "names two tensors"),
+    ("constant_paths", [["c_sub_table", "mask"]], "names two tensors"),
+    ("constant_aliases", [["sub.table", "shared"]], "names two tensors"),
 ])
 def test_names_that_are_not_the_programs_constants_are_refused(field, value, why):
     _, _, blob = _saved()
