@@ -445,7 +445,7 @@ def node_records(ep, args: tuple, kwargs: dict) -> str | None:
             if s.kind in ("parameter", "buffer"):
                 flat.append(state[s.target])
             elif s.kind == "constant":
-                flat.append(ep.constants[s.target])
+                flat.append(ep.lifted_constants[s.target])
             else:
                 flat.append(user[s.leaf])
     except Exception:  # noqa: BLE001 - not a program this oracle can run

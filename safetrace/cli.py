@@ -246,9 +246,9 @@ def _check(ns: argparse.Namespace) -> int:
     ep = _load(ns)
     n_nodes = len(ep.graph.nodes)
     n_bytes = sum(t.numel() * t.element_size() for t in [*ep._state.values(),
-                                                           *ep.constants.values()])
+                                                           *ep.lifted_constants.values()])
     _out(f"{ns.file}: OK ({n_nodes} nodes, {len(ep._state)} state tensors, "
-         f"{len(ep.constants)} constants, {n_bytes} bytes of weights, "
+         f"{len(ep.lifted_constants)} constants, {n_bytes} bytes of weights, "
          f"{len(ep.contract.inputs)} inputs; every call on the allowlist)")
     return 0
 

@@ -50,7 +50,7 @@ def unified_constants(sides: list[Side]) -> tuple[dict, list[dict]]:
     names: list[dict] = []
     for s in sides:
         mine = {}
-        for name, t in s.ep.constants.items():
+        for name, t in s.ep.lifted_constants.items():
             new = name
             k = 0
             while new in out and not (out[new].dtype == t.dtype and out[new].shape == t.shape
@@ -61,6 +61,22 @@ def unified_constants(sides: list[Side]) -> tuple[dict, list[dict]]:
             mine[name] = new
         names.append(mine)
     return out, names
+
+
+def constant_names(ep: ExportedProgram, sides: list[Side], names: list[dict]) -> None:
+    """`ep`'s constants (`sides`' unified: ``names``) keep torch.export's names, the
+    sides' attribute paths (one renamed as a side's second, ``_split<k>``, with that
+    suffix): ``ep.constants``' keys as an export without splits gives them."""
+    targets: dict[str, str] = {}
+    aliases: dict[str, str] = {}
+    for s, renamed in zip(sides, names):
+        known = vars(s.ep).get("constant_targets") or {}
+        for old, new in renamed.items():
+            if old in known and new not in targets:
+                targets[new] = known[old] + new[len(old):]
+        aliases.update(vars(s.ep).get("constant_aliases") or {})
+    ep.constant_targets = targets
+    ep.constant_aliases = {a: p for a, p in aliases.items() if p in targets.values()}
 
 
 def placeholders(g: torch.fx.Graph, inputs: list[InputSpec], metas: dict) -> list:

@@ -180,10 +180,10 @@ def signature_key(ep: ExportedProgram) -> tuple:
 
 
 def same_constants(a: ExportedProgram, b: ExportedProgram) -> bool:
-    if a.constants.keys() != b.constants.keys():
+    if a.lifted_constants.keys() != b.lifted_constants.keys():
         return False
-    for k, t in a.constants.items():
-        u = b.constants[k]
+    for k, t in a.lifted_constants.items():
+        u = b.lifted_constants[k]
         if t.dtype != u.dtype or t.shape != u.shape or not torch.equal(t, u):
             return False
     return True

@@ -37,7 +37,8 @@ from typing import Callable
 import torch
 
 from safetrace.exporter.branches import (
-    Side, Unsplittable, both_sides, cond_outputs, env_of, input_nodes, output_vals,
+    Side, Unsplittable, both_sides, cond_outputs, constant_names, env_of, input_nodes,
+    output_vals,
     placeholders,
 )
 from safetrace.exporter.compare import is_size_fn, note
@@ -118,6 +119,7 @@ def _join(ep: ExportedProgram, other: ExportedProgram, test: str,
                           state=dict(ep._state), constants=consts, contract=contract)
     for attr in ("dim_names", "exported_training", "module_tree", "retrace"):
         setattr(out, attr, getattr(ep, attr))
+    constant_names(out, sides, const_names)
     out.size_tests = out.size_checks = ()
     return out
 

@@ -91,7 +91,7 @@ def summary_text(ep: Any, top: int = 15) -> str:
     hist = op_histogram(ep.graph)
     lines = [f"nodes: {len(nodes)} operator calls, {len(hist)} distinct operators",
              f"parameters: {pn:,} elements in {p} tensors; buffers: {bn:,} elements in {b} "
-             f"tensors; constants: {len(ep.constants)}",
+             f"tensors; constants: {len(ep.lifted_constants)}",
              f"inputs: {len(sig.user_inputs)}, outputs: {len(sig.user_outputs)}",
              "", ep.describe_contract().rstrip()]
     dims = ep.dims_report

@@ -18,6 +18,7 @@ from safetrace.exporter.printing import print_readable
 from safetrace.exporter.program_module import ProgramModule, adopt, check_state_names
 from safetrace.exporter.signature import (ExportGraphSignature, InputSpec, OutputSpec,
                                           torch_only, type_check_caller)
+from safetrace.interop.state import program_state, torch_target
 from safetrace.progress import task
 from safetrace.trace.hops import owner_module
 from safetrace.trace.mutation import written_inputs
@@ -71,7 +72,7 @@ class ExportedProgram:
         "_graph_signature", "_guards_code", "_module_call_graph",
         "_num_lifted_params_buffers", "_range_constraints", "_state_dict",
         "_transform_do_not_use", "_update", "_validate", "_verifiers", "call_spec", "dialect",
-        "tensor_constants", "validate", "verifier", "verifiers"})
+        "validate", "verifier", "verifiers"})
 
     def __getattr__(self, name: str) -> Any:
         return torch_only("ExportedProgram", name, self._TORCH_ONLY)
@@ -108,10 +109,13 @@ class ExportedProgram:
         for spec, node in zip(output_specs, out_node.args[0]):
             spec.name = node.name if isinstance(node, torch.fx.Node) else repr(node)
         self.graph_signature = ExportGraphSignature(input_specs, output_specs)
+        self.graph_signature.program = weakref.ref(self)
         check_state_names(state, lambda: {s.target: s.kind for s in input_specs
                                           if s.kind in ("parameter", "buffer")})
         self._state = state
-        self.constants = constants
+        # the lifted constants (tensors, torchbind objects) by placeholder target
+        # (``c_sub_w``): the table the library reads; ``constants`` is torch's view of it
+        self.lifted_constants = constants
         self.in_spec = in_spec
         self.out_spec = out_spec
         self.contract = contract
@@ -154,6 +158,37 @@ class ExportedProgram:
         self.own_state()
         non_persistent = set(self.graph_signature.non_persistent_buffers)
         return {k: v for k, v in self._state.items() if k not in non_persistent}
+
+    @property
+    def constants(self) -> dict[str, Any]:
+        """torch.export's ``ExportedProgram.constants``: the lifted constants by attribute
+        path (``sub.table``; ``lifted_tensor_0`` for a tensor made in ``forward``) and the
+        non-persistent buffers by name, as ``ep.to_torch().constants`` holds them (a
+        parameter held outside the module's registry detached, as torch's).  The tensors
+        are the program's own (``own_state``): writing into one is seen by every
+        ``module()`` of the program.  A new dict per read, as ``state_dict``: putting a
+        key in it changes nothing (``ep.lifted_constants`` is the table the program runs
+        on, by placeholder target)."""
+        held = program_state(self, self.graph_signature.input_specs)[1]
+        buffers = set(self.graph_signature.non_persistent_buffers)  # (last, as torch's)
+        return {**{k: v for k, v in held.items() if k not in buffers},
+                **{k: v for k, v in held.items() if k in buffers}}
+
+    @constants.setter
+    def constants(self, value: Any) -> None:
+        raise RuntimeError("Unable to set ExportedProgram's constants attribute.")  # (torch's)
+
+    @property
+    def tensor_constants(self) -> dict[str, Any]:
+        """``constants`` (torch.export's other name for it)."""
+        return self.constants
+
+    def constant_key(self, spec: InputSpec) -> tuple[str, bool]:
+        """A lifted constant's key in ``constants`` (torch.export's name: its attribute
+        path, ``lifted_tensor_<n>`` for a tensor made in ``forward``) and whether it is a
+        tensor (else a torchbind object)."""
+        return torch_target(self, spec), isinstance(self.lifted_constants.get(spec.target),
+                                                    torch.Tensor)
 
     def named_parameters(self) -> Any:
         """(name, parameter) of the program, as torch.export's ``named_parameters``."""
@@ -223,16 +258,16 @@ class ExportedProgram:
             in_place = _written_inputs(self)
             written_constants = {s.target for s in self.graph_signature.input_specs
                                  if s.kind == "constant" and s.name in in_place}
-            for name, t in self.constants.items():
-                self.constants[name] = _SHADOWS.of(t) if name in written_constants else \
-                    _SHADOWS.read(t, self, name)
+            for name, t in self.lifted_constants.items():
+                self.lifted_constants[name] = _SHADOWS.of(t) \
+                    if name in written_constants else _SHADOWS.read(t, self, name)
             self._owns_state = True
 
     def _adopt(self, name: str, source: torch.Tensor, copy_: torch.Tensor) -> None:
         """Another program now writes `source`, which this one reads as it is: this program
         and its modules read `copy_`, the copy that program writes, from now on."""
-        if self.constants.get(name) is source:
-            self.constants[name] = copy_
+        if self.lifted_constants.get(name) is source:
+            self.lifted_constants[name] = copy_
         elif self._state.get(name) is source:
             self._state[name] = copy_
         else:

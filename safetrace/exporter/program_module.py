@@ -138,7 +138,7 @@ class ProgramModule(torch.fx.GraphModule):
             if s.kind == "user_input":
                 sources.append(("leaf", s.leaf))
             elif s.kind == "constant":
-                t = ep.constants[s.target]
+                t = ep.lifted_constants[s.target]
                 sources.append(("const", t))
                 self._set_attr(self._const_attrs[s.target], t)
             else:

@@ -29,8 +29,8 @@ import torch
 from safetrace.errors import DeclaredSpaceViolation
 from safetrace.errors.mismatch import UNJOINABLE
 from safetrace.exporter.branches import (
-    OutputsDiffer, Side, Unsplittable, both_sides, cond_outputs, env_of, output_vals,
-    placeholders,
+    OutputsDiffer, Side, Unsplittable, both_sides, cond_outputs, constant_names, env_of,
+    output_vals, placeholders,
 )
 from safetrace.exporter.compare import contract_key, narrower_ranges, note, signature_key
 from safetrace.exporter.contract import Condition, Contract, TensorInput
@@ -352,7 +352,7 @@ def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any, origin: str,
             raise Unsplittable("a side writes a parameter in place")
     if any(c.cond == cond for c in other.contract.conditions):
         raise Unsplittable("the other side's trace kept the relation")
-    consts, _, inputs, outputs, mutated, branches, metas = both_sides(ep, sides)
+    consts, const_names, inputs, outputs, mutated, branches, metas = both_sides(ep, sides)
     env = env_of(ep.graph)
     g = torch.fx.Graph()
     phs = placeholders(g, inputs, metas)
@@ -374,6 +374,7 @@ def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any, origin: str,
                           contract=_contract(ep, other, cond, narrowed, pins))
     for attr in ("dim_names", "exported_training", "module_tree", "retrace"):
         setattr(out, attr, getattr(ep, attr))
+    constant_names(out, sides, const_names)
     out.size_tests = out.size_checks = ()
     return out
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import sys
+import weakref
 from typing import Any
 
 from safetrace.errors import torch_api_given_ours
@@ -80,9 +82,7 @@ class ExportGraphSignature:
     # what torch's signature has beyond ours: code reading it wants torch's program
     _TORCH_ONLY = frozenset({
         "assertion_dep_token", "backward_signature", "get_replace_hook", "input_tokens",
-        "inputs_to_lifted_custom_objs", "inputs_to_lifted_tensor_constants",
-        "lifted_custom_objs", "output_tokens", "parameters_to_mutate", "replace_all_uses",
-        "user_inputs_to_mutate"})
+        "output_tokens", "replace_all_uses"})
 
     def __getattr__(self, name: str) -> Any:
         return torch_only("ExportGraphSignature", name, self._TORCH_ONLY)
@@ -90,6 +90,32 @@ class ExportGraphSignature:
     def __init__(self, input_specs: list[InputSpec], output_specs: list[OutputSpec]) -> None:
         self.input_specs = input_specs
         self.output_specs = output_specs
+        # the program's ``constant_key`` (a weak reference: the program holds this), which
+        # names a lifted constant as torch.export does; None: by placeholder target
+        self.program: Any = None
+
+    def __deepcopy__(self, memo: dict) -> "ExportGraphSignature":
+        # (a copy of the program, made before its attributes are: the copy's signature
+        # names the copy's constants)
+        new = ExportGraphSignature(copy.deepcopy(self.input_specs, memo),
+                                   copy.deepcopy(self.output_specs, memo))
+        memo[id(self)] = new
+        ep = self.program() if self.program is not None else None
+        twin = memo.get(id(ep)) if ep is not None else None
+        new.program = weakref.ref(twin) if twin is not None else self.program
+        return new
+
+    def _lifted(self, tensors: bool) -> dict[str, str]:
+        """{placeholder: torch.export's name} of the lifted tensor constants (`tensors`)
+        or of the torchbind objects."""
+        ep = self.program() if self.program is not None else None
+        out = {}
+        for s in self.input_specs:
+            if s.kind == "constant":
+                key, is_tensor = ep.constant_key(s) if ep is not None else (s.target, True)
+                if is_tensor == tensors:
+                    out[s.name] = key
+        return out
 
     def _inputs(self, kind: str) -> list[str]:
         return [s.name for s in self.input_specs if s.kind == kind]
@@ -112,7 +138,22 @@ class ExportGraphSignature:
 
     @property
     def lifted_tensor_constants(self) -> list[str]:
-        return [s.target for s in self.input_specs if s.kind == "constant"]
+        """The lifted tensor constants by torch.export's names (their keys in
+        ``ep.constants``: ``sub.table``, ``lifted_tensor_0``)."""
+        return list(self._lifted(True).values())
+
+    @property
+    def inputs_to_lifted_tensor_constants(self) -> dict[str, str]:
+        return self._lifted(True)
+
+    @property
+    def lifted_custom_objs(self) -> list[str]:
+        """The torchbind objects the program holds, by attribute path."""
+        return list(self._lifted(False).values())
+
+    @property
+    def inputs_to_lifted_custom_objs(self) -> dict[str, str]:
+        return self._lifted(False)
 
     @property
     def inputs_to_parameters(self) -> dict[str, str]:
@@ -129,6 +170,18 @@ class ExportGraphSignature:
     @property
     def buffers_to_mutate(self) -> dict[str, str]:
         return {s.name: s.target for s in self.output_specs if s.kind == "buffer_mutation"}
+
+    @property
+    def parameters_to_mutate(self) -> dict[str, str]:
+        """Empty: a parameter the program writes is written in place in its graph, as in
+        torch.export's program (whose ``run_decompositions()`` lists it)."""
+        return {}
+
+    @property
+    def user_inputs_to_mutate(self) -> dict[str, str]:
+        """Empty: an input the program writes is written in place in its graph, as in
+        torch.export's program (whose ``run_decompositions()`` lists it)."""
+        return {}
 
     def __repr__(self) -> str:
         lines = ["ExportGraphSignature("]

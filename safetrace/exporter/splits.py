@@ -32,8 +32,8 @@ from safetrace.errors import DeclaredSpaceViolation, OpShapeError, too_many_spli
 from safetrace.errors.violations import sides_unjoined
 from safetrace.exporter.auto_small import relations
 from safetrace.exporter.branches import (
-    OutputsDiffer, Side, Unsplittable, branch_graph, cond_outputs, env_of, extra_placeholders,
-    input_nodes, output_vals, placeholders, point_subst, unified_constants,
+    OutputsDiffer, Side, Unsplittable, branch_graph, cond_outputs, constant_names, env_of,
+    extra_placeholders, input_nodes, output_vals, placeholders, point_subst, unified_constants,
 )
 from safetrace.exporter.compare import (contract_key, note, residual_conditions,
                                         same_program, signature_key)
@@ -472,6 +472,7 @@ def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> Export
                          state=dict(ref.ep._state), constants=consts, contract=contract)
     for attr in ("dim_names", "exported_training", "module_tree", "retrace"):
         setattr(ep, attr, getattr(ref.ep, attr))
+    constant_names(ep, sides, const_names)
     ep.auto_relations = None  # (found when first read: auto_small.relations)
     ep.auto_dims = any(getattr(s.ep, "auto_dims", False) for s in sides)
     ep.auto_relations_of = functools.partial(_joined_relations, ep, ref.ep, sides)

@@ -179,7 +179,7 @@ class _Retracer(torch.nn.Module):
                 if s.kind == "user_input":
                     inputs.append(leaves[s.leaf])
                 elif s.kind == "constant":
-                    inputs.append(ep.constants[s.target])
+                    inputs.append(ep.lifted_constants[s.target])
                 else:
                     inputs.append(self._state(s.target))
         outs = self._interpret(ep.graph, inputs)

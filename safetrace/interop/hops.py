@@ -167,11 +167,11 @@ def convert_subgraph(conv: Any, graph: torch.fx.Graph) -> torch.fx.GraphModule:
             if n.op == "placeholder":
                 new = conv.graph.placeholder(n.name)
                 val = n.meta.get("val")
-                if val is None and n.name in conv.ep.constants:
+                if val is None and n.name in conv.ep.lifted_constants:
                     # a lifted constant no side under this cond reads (a three-way size
                     # split's inner cond passes it on): its value's fake, not None, which
                     # torch's cond takes as no operand (fuzz seed 3404)
-                    new.meta["val"] = conv.fakes.static(conv.ep.constants[n.name])
+                    new.meta["val"] = conv.fakes.static(conv.ep.lifted_constants[n.name])
                 else:
                     new.meta["val"] = fake_of(conv, val)
                 conv.env[n] = new

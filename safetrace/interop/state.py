@@ -15,7 +15,8 @@ _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 def torch_target(ep: Any, spec: Any) -> str:
     """A state input's name in torch's program: a constant's is the attribute's path, as
-    torch.export keys ``ep.constants`` (ours: the placeholder's name)."""
+    torch.export keys ``ep.constants`` (``ep.lifted_constants``: by the placeholder's
+    name)."""
     if spec.kind != "constant":
         return spec.target
     known = vars(ep).get("constant_targets") or {}
@@ -66,7 +67,7 @@ def program_state(ep: Any, ordered: list) -> tuple[dict, dict]:
             (state if s.persistent else constants)[s.target] = \
                 t.detach() if t.requires_grad else t
         elif s.kind == "constant":
-            value = ep.constants[s.target]
+            value = ep.lifted_constants[s.target]
             # a Parameter held outside the module's registry (in a dict attribute) is
             # a constant of the program: a plain tensor, or torch's module would make
             # it a parameter again (torch.export detaches it too)

@@ -281,7 +281,7 @@ class _Converter:
                 gs.TensorArgument(new.name)
             return gs.InputSpec(gs.InputKind.USER_INPUT, arg, None)
         if kind == "constant":
-            obj = self.ep.constants.get(spec.target)
+            obj = self.ep.lifted_constants.get(spec.target)
             if obj is not None and not isinstance(obj, torch.Tensor):  # a torchbind object
                 return custom_obj_input(self, spec, new, obj)
         made = self.state_fakes.get(spec.name)
@@ -293,7 +293,7 @@ class _Converter:
 
     def _state_value(self, spec: Any) -> torch.Tensor:
         if spec.kind == "constant":
-            return self.ep.constants[spec.target]
+            return self.ep.lifted_constants[spec.target]
         t = self.ep._state[spec.target]
         # a buffer written under grad mode (a KV cache filled outside no_grad) carries
         # autograd history; in torch's program a buffer never requires grad

@@ -29,7 +29,8 @@ from safetrace.symbolic.expr import release_since, table_mark
 _TOP = {"format", "version", "torch_version", "symbols", "nodes", "inputs", "outputs",
         "contract", "in_spec", "out_spec", "range_constraints", "dims_report", "state",
         "constants", "weights", "aliases"}
-_OPTIONAL = {"subgraphs", "splits"}  # written only by programs with control flow, splits
+# written only by programs with control flow, splits, constants named unlike their inputs
+_OPTIONAL = {"subgraphs", "splits", "constant_paths", "constant_aliases"}
 _SINCE = {1: {"dim_names", "training"}}  # fields every file of format 2.<minor> has
 _TORCH_VERSION = re.compile(r"[0-9A-Za-z.+_-]{1,64}")
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # the JSON escape of a surrogate

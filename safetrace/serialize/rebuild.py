@@ -121,6 +121,8 @@ class Builder(StateReader):
                              constants=constants, contract=contract)
         ep.retrace = export  # run_decompositions retraces with st.export
         ep.dim_names = self._dim_names(contract)
+        ep.constant_targets, ep.constant_aliases = self._constant_paths(
+            constants, ep.graph_signature.non_persistent_buffers)
         ep.exported_training = expect(self.doc.get("training", False), bool, "training")
         graph.__dict__["st_splits"] = self._splits()
         # (format 1 also stores these two; the program derives them from its contract)
@@ -439,6 +441,36 @@ class Builder(StateReader):
                 raise fail(f"dim_names[{i}]", "a Dim name must be a Python identifier of "
                                               "at most 200 characters")
         return names
+
+    def _constant_paths(self, constants: dict, buffers: list) -> tuple[dict, dict]:
+        """(placeholder target -> attribute path, other path -> that path) of the lifted
+        constants: the keys of ``ep.constants`` (a file before 2.3: none, each named by
+        its placeholder less ``c_``), each naming one tensor (`buffers`: the
+        non-persistent buffers' names, keys there too)."""
+        paths = self._pairs("constant_paths", str) if "constant_paths" in self.doc else {}
+        aliases = self._pairs("constant_aliases", str) if "constant_aliases" in self.doc \
+            else {}
+        for key, table in (("constant_paths", paths), ("constant_aliases", aliases)):
+            for i, (name, path) in enumerate(table.items()):
+                if key == "constant_paths" and name not in constants:
+                    raise fail(f"{key}[{i}]", f"{name[:40]!r} is not a constant of the "
+                                              "program")
+                for part in (path, name) if key == "constant_aliases" else (path,):
+                    if not part or len(part) > self.budgets.max_string or \
+                            not all(p.isprintable() and p for p in part.split(".")):
+                        raise fail(f"{key}[{i}]", "an attribute path must be non-empty "
+                                                  "printable names joined by dots")
+        named = [paths.get(n, n.removeprefix("c_")) for n in constants]
+        known = set(named)
+        for i, (alias, path) in enumerate(aliases.items()):
+            if path not in known:
+                raise fail(f"constant_aliases[{i}]", f"{path[:40]!r} is not the path of a "
+                                                     "constant of the program")
+        every = [*named, *aliases, *buffers]
+        if len(set(every)) != len(every):
+            twice = next(k for k in every if every.count(k) > 1)
+            raise fail("constant_paths", f"{twice[:40]!r} names two tensors of the program")
+        return paths, aliases
 
     def _pairs(self, key: str, kind: type) -> dict:
         out = {}

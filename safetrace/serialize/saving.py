@@ -29,7 +29,9 @@ from safetrace.trace.subclasses import rebuild
 FORMAT = "safetrace.program"
 # 2.1: dim_names, training; dtypes without a safetensors code (the safetrace.dtypes entry)
 # 2.2: splits (the lines of exporter/split_report.py, written only where there are some)
-VERSION = (2, 2)
+# 2.3: constant_paths, constant_aliases (torch.export's names of the lifted constants,
+#      ``ep.constants``' keys; written only where one is not the placeholder's less c_)
+VERSION = (2, 3)
 # the metadata entry of the program (beside it: ``safetrace.dtypes``, see tensorfile.py)
 PROGRAM = "safetrace.program"
 
@@ -47,14 +49,15 @@ def save(ep: Any, path: Any, *, weights: bool = True, verbose: bool | None = Non
     if is_torch_program(ep):
         raise E.ours_given_torch_program("st.save")
     external = set(ep.state_dict) if not weights else set()
-    objects = {k: v for k, v in ep.constants.items() if not isinstance(v, torch.Tensor)}
+    objects = {k: v for k, v in ep.lifted_constants.items()
+               if not isinstance(v, torch.Tensor)}
     objects.update((i.path, i.value) for i in ep.contract.inputs
                    if type(getattr(i, "value", None)) is torch.ScriptObject)
     if objects:  # (torchbind objects, held or inputs: no allowlisted form)
         raise E.torchbind_save(list(objects), next(iter(objects.values()))._type()
                                .qualified_name())
     tensors = {f"state:{k}": v for k, v in ep._state.items() if k not in external}
-    tensors.update({f"constant:{k}": v for k, v in ep.constants.items()})
+    tensors.update({f"constant:{k}": v for k, v in ep.lifted_constants.items()})
     subclass = [k for k, v in tensors.items() if is_traceable_wrapper_subclass(v)]
     if subclass:
         raise E.subclass_save([k.split(":", 1)[1] for k in subclass],
@@ -150,14 +153,27 @@ def document(ep: Any) -> dict:
                    "dtype": str(v.dtype).removeprefix("torch."), "shape": list(v.shape),
                    **({"order": order} if (order := dense_order(v)) is not None else {})}
                   for k, v in ep._state.items()],
-        "constants": list(ep.constants),
+        "constants": list(ep.lifted_constants),
         "dim_names": sorted([k, v] for k, v in getattr(ep, "dim_names", {}).items()
                             if ep.contract.symbol(k) is not None),
         "training": bool(getattr(ep, "exported_training", False)),
         **({"subgraphs": subgraphs} if (subgraphs := encode_subgraphs(ep.graph, _nodes))
            else {}),
         **({"splits": splits} if (splits := describe(ep.graph)) else {}),
+        **_constant_paths(ep),
     }
+
+
+def _constant_paths(ep: Any) -> dict:
+    """torch.export's name of each lifted constant (its attribute path) where the loader
+    cannot tell it from the placeholder's (``c_sub_w`` is ``sub.w``, not ``sub_w``), and
+    the other paths of a constant held under two."""
+    known = vars(ep).get("constant_targets") or {}
+    paths = sorted([k, v] for k, v in known.items()
+                   if k in ep.lifted_constants and v != k.removeprefix("c_"))
+    aliases = sorted([k, v] for k, v in (vars(ep).get("constant_aliases") or {}).items())
+    return {**({"constant_paths": paths} if paths else {}),
+            **({"constant_aliases": aliases} if aliases else {})}
 
 
 def _nodes(graph: torch.fx.Graph) -> list[dict]:

@@ -62,19 +62,19 @@ def test_every_module_shares_a_written_tensor_attribute_as_in_torch():
     for i, x in enumerate(xs):  # alternating between two modules of each program
         torch.testing.assert_close(ours[i % 2](x), theirs[i % 2](x))
     torch.testing.assert_close(ep.module()(xs[0]), ref.module()(xs[0]))  # a fresh one too
-    assert ep.constants["c_c"].tolist() == [5.0] * 3 == ref.constants["c"].tolist()
+    assert ep.constants["c"].tolist() == [5.0] * 3 == ref.constants["c"].tolist()
     assert ep.state_dict["b"].tolist() == [10.0] * 3
     # eager, one module of the same model: the same sequence
     eager = Counted()
     for x in (*xs, xs[0]):
         eager(x)
-    torch.testing.assert_close(ep.constants["c_c"], eager.c)
+    torch.testing.assert_close(ep.constants["c"], eager.c)
     # torch wrote the model it exported; safetrace never does (on purpose)
     assert ref_model.c.tolist() == [5.0] * 3
     assert model.c.tolist() == [0.0] * 3 and model.b.tolist() == [0.0] * 3
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(9, 3))
-    assert ep.constants["c_c"].tolist() == [5.0] * 3  # refused before running
+    assert ep.constants["c"].tolist() == [5.0] * 3  # refused before running
 
 
 def test_to_torch_continues_from_the_program_state_and_never_writes_the_model():
@@ -86,8 +86,8 @@ def test_to_torch_continues_from_the_program_state_and_never_writes_the_model():
     for m in (converted.module(), converted.module()):  # torch's modules of our program
         torch.testing.assert_close(m(x), ref.module()(x))
     torch.testing.assert_close(ep.module()(x), ref.module()(x))  # and ours continue
-    assert converted.constants["c"] is ep.constants["c_c"]
-    assert ep.constants["c_c"].tolist() == [4.0] * 3
+    assert converted.constants["c"] is ep.constants["c"]
+    assert ep.constants["c"].tolist() == [4.0] * 3
     assert model.c.tolist() == [0.0] * 3  # torch's program wrote its model: 4.0
     assert ref_model.c.tolist() == [4.0] * 3
 
@@ -102,7 +102,7 @@ def test_deepcopy_of_a_module_takes_the_constant_along():
     twin(x)
     torch.testing.assert_close(m(x), x * 2 + 4)  # the program's: twin's writes not seen
     torch.testing.assert_close(twin(x), x * 4 + 8)
-    assert ep.constants["c_c"].tolist() == [2.0] * 3
+    assert ep.constants["c"].tolist() == [2.0] * 3
 
 
 def test_save_records_the_written_constant_and_load_gives_it_memory_of_its_own(tmp_path):
@@ -116,7 +116,7 @@ def test_save_records_the_written_constant_and_load_gives_it_memory_of_its_own(t
     raw = bytearray(path.read_bytes())
     snapshot = bytes(raw)
     for loaded in (st.load(raw), st.load(path, mmap=True)):
-        assert loaded.constants["c_c"].tolist() == [2.0] * 3
+        assert loaded.constants["c"].tolist() == [2.0] * 3
         first, second = loaded.module(), loaded.module()
         torch.testing.assert_close(first(x), x * 3 + 6)
         torch.testing.assert_close(second(x), x * 4 + 8)  # shared by its modules
@@ -246,7 +246,7 @@ def test_programs_of_one_model_share_a_written_constant_as_in_torch():
     core, ref_core = Core(), Core()
     reads, ref_reads = st.export(Reads(core), (x,)), torch.export.export(Reads(ref_core), (x,))
     early = reads.module()  # made before the writer exists
-    assert reads.constants["c_core_c"] is core.c  # read only: no copy
+    assert reads.constants["core.c"] is core.c  # read only: no copy
     writes = st.export(Writes(core), (x,))
     ref_writes = torch.export.export(Writes(ref_core), (x,))
     ref_core.c.zero_()  # (torch's tracing write)
@@ -400,3 +400,41 @@ def test_a_held_tensor_replaced_but_not_read_exports():
         x = torch.randn(n)
         torch.testing.assert_close(ep.module()(x), x + 1)
     assert model.h.t.tolist() == [0.0, 0.0]
+
+
+class _Table(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = torch.arange(3.0)
+
+
+class _SplitReads(nn.Module):
+    """A submodule's constant read on both sides of a size split."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sub = _Table()
+
+    def forward(self, x):
+        if x.shape[0] > 2:
+            return x * self.sub.table
+        return x + self.sub.table + torch.tensor([1.0, 2.0, 3.0])
+
+
+def test_a_split_program_keys_its_constants_as_torch():
+    """A program made of a size split's sides keys ep.constants by attribute path (and
+    converts with those names), as torch.export's program of the model (exported at one
+    size: torch refuses the split) and as an export without splits."""
+    model = _SplitReads()
+    ep = st.export(model, (torch.randn(4, 3),), dynamic_shapes=({0: st.Dim("b", max=16)},))
+    ref = torch.export.export(model, (torch.randn(4, 3),))
+    assert "sub.table" in ep.constants and "sub.table" in ref.constants
+    assert ep.constants["sub.table"] is model.sub.table
+    assert "sub_table" not in ep.constants
+    assert "sub.table" in ep.to_torch().constants
+    assert "sub.table" in ep.graph_signature.lifted_tensor_constants
+    for n in (0, 1, 2, 3, 16):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x), model(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(17, 3))

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.export.dropin_table import api_rows, ops_rows, spec_rows, to_torch_rows
+from tests.export.dropin_table import api_rows, attr_rows, ops_rows, spec_rows, to_torch_rows
 from tests.export.dropin_table.runner import Row, run_row
 
-ROWS: list[Row] = [*ops_rows.ROWS, *spec_rows.ROWS, *to_torch_rows.ROWS, *api_rows.ROWS]
+ROWS: list[Row] = [*ops_rows.ROWS, *spec_rows.ROWS, *to_torch_rows.ROWS, *api_rows.ROWS,
+                   *attr_rows.ROWS]
 
 
 def test_row_ids_are_unique() -> None:

@@ -81,8 +81,8 @@ def test_reading_an_attribute_only_torchs_program_has() -> None:
     with pytest.raises(st.UnsupportedInputError, match=r"`ExportedProgram.verifiers` is an "
                                                       r"attribute of torch.export"):
         ep.verifiers  # noqa: B018
-    with pytest.raises(st.UnsupportedInputError, match="inputs_to_lifted_custom_objs"):
-        ep.graph_signature.inputs_to_lifted_custom_objs  # noqa: B018
+    with pytest.raises(st.UnsupportedInputError, match="backward_signature"):
+        ep.graph_signature.backward_signature  # noqa: B018
     with pytest.raises(AttributeError, match="no attribute 'no_such_thing'"):
         ep.no_such_thing  # noqa: B018
     assert not hasattr(ep, "no_such_thing")

@@ -111,6 +111,22 @@ def test_to_torch_lifts_the_object_as_torchs_custom_obj(fake_foo) -> None:
     same(torch.export.unflatten(tep)(x), model(x))
 
 
+def test_ep_constants_holds_the_object_by_its_path_as_torchs(fake_foo) -> None:
+    """ep.constants: the model's own object under its attribute path, listed by the
+    signature as a custom object (not a tensor constant), as torch.export's program."""
+    model = Outer()
+    ep = st.export(model, (torch.randn(2, 3),), dynamic_shapes={"x": {0: Dim("b")}})
+    ref = torch.export.export(model, (torch.randn(2, 3),), dynamic_shapes={"x": {0: Dim("b")}})
+    assert list(ep.constants) == list(ref.constants) == ["submod.attr"]
+    assert ep.constants["submod.attr"] is ref.constants["submod.attr"] is model.submod.attr
+    ours, theirs = ep.graph_signature, ref.graph_signature
+    assert list(ours.lifted_custom_objs) == list(theirs.lifted_custom_objs) == ["submod.attr"]
+    assert list(ours.lifted_tensor_constants) == list(theirs.lifted_tensor_constants) == []
+    assert list(ours.inputs_to_lifted_custom_objs.values()) == ["submod.attr"]
+    check_program(ep, model, [(torch.randn(n, 3),) for n in (0, 1, 5)],
+                  bad=[(torch.randn(4, 2),)])
+
+
 def test_a_result_of_other_sizes_than_the_fake_gives_stops_the_program(fake_foo) -> None:
     """The fake says one row, the real method returns all of them: the check after the
     call stops the program rather than letting it broadcast."""

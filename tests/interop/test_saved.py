@@ -59,7 +59,7 @@ def test_a_dim_name_for_a_symbol_the_program_lacks_is_refused(tmp_path):
     buf = io.BytesIO()
     st.save(ep, buf)
     doc, tensors = parts(buf.getvalue())
-    assert doc["version"] == [2, 2] and doc["dim_names"]
+    assert doc["version"] == [2, 3] and doc["dim_names"]
     for bad in ([["s999", "batch"]], [[doc["dim_names"][0][0], "not a name"]]):
         doc["dim_names"] = bad
         with pytest.raises(st.LoadError, match="dim_names"):

@@ -67,7 +67,8 @@ def test_every_dtype_round_trips_bit_exactly(dt, tmp_path):
         with pytest.raises(st.InputMismatchError):
             ep2.module()(torch.ones(2, 2))
     with safe_open(str(path), framework="pt") as f:  # any safetensors reader opens it
-        assert sorted(f.keys()) == sorted(["state:buf"] + [f"constant:{k}" for k in ep.constants]
+        held = [f"constant:{k}" for k in ep.lifted_constants]
+        assert sorted(f.keys()) == sorted(["state:buf"] + held
                                           + (["state:p"] if hasattr(model, "p") else []))
         stored = f.get_tensor("state:buf")
         assert torch.equal(stored.contiguous().view(torch.uint8).flatten(),

@@ -231,7 +231,7 @@ def test_split_sides_lifting_different_constants_under_one_name_load():
     m = _ConstantsPerSide()
     ep = st.export(m, (torch.randn(7, 3), torch.randn(7)),
                    dynamic_shapes=({0: Dim("d0", max=7), 1: Dim("d1", min=1)}, None))
-    consts = ep.constants
+    consts = ep.lifted_constants
     for n in ep.graph.nodes:
         if n.op == "placeholder" and n.name in consts:
             assert tuple(n.meta["val"].shape) == tuple(consts[n.name].shape), n.name

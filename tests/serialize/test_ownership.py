@@ -161,7 +161,7 @@ CASE_NAMES = (["constant_add_", "constant_unsqueeze_", "buffer_add_",
 
 def _snapshot(ep) -> dict:
     out = {f"state:{k}": v.detach().clone() for k, v in ep._state.items()}
-    out.update({f"constant:{k}": v.clone() for k, v in ep.constants.items()})
+    out.update({f"constant:{k}": v.clone() for k, v in ep.lifted_constants.items()})
     return out
 
 

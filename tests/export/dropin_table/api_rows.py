@@ -224,7 +224,7 @@ def _constants_keys(tmp: Path) -> None:
     ep, ref = (export(WithParams(), (x,), {"scale": s}) for export in (st.export,
                                                                       torch.export.export))
     assert sorted(ep.to_torch().constants) == sorted(ref.constants)  # converted: torch's
-    assert sorted(ep.constants) == sorted(ref.constants)  # ours: ['c_const']
+    assert list(ep.constants) == list(ref.constants) == ["const", "mask"]
 
 
 def _torch_apis_on_ours(tmp: Path) -> None:
@@ -297,11 +297,7 @@ ROWS = [
         theirs=Refuses(ValueError)),
     Row("api-program-attributes", "API: named_buffers/buffers/named_parameters/parameters/"
         "constants/example_inputs/module_call_graph", custom=_attributes),
-    Row("api-constants-keys", "API: ep.constants keyed as torch's", custom=_constants_keys,
-        marks=(pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-            "ours keys ep.constants by placeholder name ('c_const') without the "
-            "non-persistent buffers; torch by attribute path ('const', 'mask'); "
-            "ep.to_torch().constants is torch's")),)),
+    Row("api-constants-keys", "API: ep.constants keyed as torch's", custom=_constants_keys),
     Row("api-torch-tools-on-ours", "API: torch.export.save / unflatten handed our program",
         custom=_torch_apis_on_ours),
     Row("api-mod-keyword", "API: the mod= keyword", custom=_mod_keyword),
