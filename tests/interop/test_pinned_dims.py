@@ -78,3 +78,42 @@ def test_verifying_says_which_kernel_was_not_checked():
         tep = ep.to_torch(verify=True)
     x = torch.randn(2, 3, 12)
     _close(tep.module()(x), model(x))
+
+
+@torch.library.custom_op("pinnedtest::twice", mutates_args=())
+def _twice(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@_twice.register_fake
+def _(x):
+    rows = int(x.shape[0])  # (a user's fake kernel reading a size as an int pins it)
+    return x.new_empty((rows,) + tuple(x.shape[1:]))
+
+
+@pytest.mark.parametrize("verify", [True, False], ids=["verify", "fast"])
+def test_a_custom_fake_kernel_that_pins_keeps_the_dim(verify):
+    """The fast path runs a custom op's fake kernel too: before, both modes returned a
+    program of batch 5 only (``range_constraints`` {}), whose decomposition added 5 at
+    every batch unchecked."""
+    model = _Model(lambda x: torch.ops.pinnedtest.twice(x) + x.shape[0])
+    ep = st.export(model, (torch.randn(5, 3),),
+                   dynamic_shapes={"x": {0: st.Dim("b", min=1, max=64)}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", st.ConversionWarning)
+        tep = ep.to_torch(verify=verify)
+        decomposed = tep.run_decompositions()
+    ranges = [(int(r.lower), int(r.upper)) for r in tep.range_constraints.values()]
+    assert ranges == [(1, 64)], tep.range_constraints
+    for size in (1, 2, 5, 9, 64):
+        x = torch.randn(size, 3)
+        want = model(x)
+        _close(tep.module()(x), want)
+        try:  # (torch's retrace runs the pinning fake kernel again: refusing is its
+            got = decomposed.module()(x)  # right, a wrong value never)
+        except AssertionError as exc:
+            assert "Guard failed" in str(exc)
+        else:
+            _close(got, want)
+    with pytest.raises(Exception):
+        tep.module()(torch.randn(65, 3))
