@@ -283,3 +283,21 @@ def preserved_size_not_readable(fqn: str, size: str) -> ConversionError:
         f"(torch.export.unflatten would stop at 'Could not find output node')",
         fix=f"return the size from a tensor input of {fqn!r} (x.shape[0] of its own "
             f"input), or leave {fqn!r} out of preserve_module_call_signature; or " + _RUN_OURS)
+
+
+def kernel_pinned(node: str, op: str, where: str, dims: str) -> ConversionError:
+    """torch's fake kernel for `op` made a declared Dim a constant (or tied it to another
+    size) and the node's value cannot be taken from ours instead."""
+    return ConversionError(
+        f"cannot convert node {node} ({op}){where}: torch's fake kernel for it specializes "
+        f"{dims}, and the converted program would lose that dynamic dim",
+        fix=f"{_RUN_OURS}; and report the node")
+
+
+def dims_lost(dims: str) -> ConversionError:
+    """The converted program's range_constraints lack a dynamic Dim of ours: torch's
+    ShapeEnv made it a constant (or another size) during the conversion."""
+    return ConversionError(
+        f"ep.to_torch(): torch's shape propagation specialized {dims} during the "
+        f"conversion; the converted program would accept that one size only",
+        fix=f"{_RUN_OURS}; and report the program")

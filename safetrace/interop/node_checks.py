@@ -5,6 +5,7 @@ beyond our contract (reported, never shipped as checks)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import warnings
 from typing import Any, Iterator
 
@@ -136,6 +137,66 @@ def same_shape(conv: Any, node: torch.fx.Node, val: Any) -> None:
                     theirs is None and conv.emitter.agree_sympy(mine, b)):
                 continue
         raise EI.dim_differs(node.name, where(node), d, a, b)
+
+
+class Respecialize(Exception):
+    """A torch kernel pinned a declared Dim: the conversion starts again, that op's values
+    taken from ours (``_Converter.own``).  Caught by ``torch_export.convert`` only."""
+
+
+def kernel_pinned(conv: Any, node: torch.fx.Node, target: Any, mark: int) -> None:
+    """After torch's kernel for `node` ran and its ShapeEnv's replacements grew past
+    `mark` (their count before; new ones come last): where one of our input symbols was
+    replaced by a constant or another size our contract does not imply.
+
+    Such a replacement cannot be undone, and every later value and comparison in that
+    ShapeEnv sees the pinned size (max_pool1d's composite kernel reads sizes as ints: with
+    ``verify=True`` it made ``Dim('l')`` the example's 7, the converted program's
+    ``range_constraints`` lost it and its decomposition computed ``x + 7`` at every size).
+    The conversion is made again with `target`'s values built from our shapes, proven for
+    the whole input space, as for ``plan.SPECIALIZING``'s ops (a warning says so when
+    verifying: those nodes are not checked against torch's kernel); an op that pins again
+    from ours, or one that is no ATen overload, is refused."""
+    pinned = pinned_dims(conv, itertools.islice(conv.shape_env.replacements.items(), mark,
+                                                None))
+    if not pinned:
+        return
+    op = str(target)
+    if not isinstance(target, torch._ops.OpOverload) or target in conv.own:
+        raise EI.kernel_pinned(node.name, op, where(node), pinned)
+    conv.own.add(target)
+    if conv.verify:
+        warnings.warn(f"ep.to_torch(verify=True): torch's fake kernel for {op}{where(node)} "
+                      f"specializes {pinned}; the values of its nodes are safetrace's, not "
+                      f"checked against torch's kernel (the converted program keeps the "
+                      f"dynamic dim)", ConversionWarning, stacklevel=2)
+    raise Respecialize(op)
+
+
+def pinned_dims(conv: Any, replacements: Any) -> str:
+    """Of (torch symbol, its replacement) pairs, those of our input symbols our contract
+    does not imply, as the user reads them ('' where none)."""
+    import sympy
+
+    out = []
+    for sym_, target in replacements:
+        if sym_ not in conv.ours:
+            continue
+        cond = from_sympy(sympy.Eq(sym_, target), conv.emitter.symbol_names)
+        if cond is None:
+            out.append(f"`{sym_} == {target}`")
+        elif not conv.emitter.implied(cond):
+            out.append(user_text(conv, cond))
+    return "; ".join(out)
+
+
+def dims_kept(conv: Any) -> None:
+    """The end of a conversion: no dynamic Dim of ours was made a constant (or another
+    size) in torch's ShapeEnv, which would leave it out of ``range_constraints`` and make
+    the converted program a static one; refused rather than returned."""
+    pinned = pinned_dims(conv, conv.shape_env.replacements.items())
+    if pinned:
+        raise EI.dims_lost(pinned)
 
 
 def check_narrowing(conv: Any) -> None:

@@ -35,6 +35,7 @@ import torch
 
 from safetrace.errors import interop as EI
 from safetrace.interop.hops import shape_env_of
+from safetrace.interop.node_checks import Respecialize
 from safetrace.interop.zero_folds import UNDEFINED as _UNDEFINED
 from safetrace.interop.zero_folds import evaluated as _evaluated
 from safetrace.interop.plan import plan_of
@@ -99,6 +100,8 @@ def faithful_at_zero(tep: Any, ours_of: dict[str, str],
     names = frozenset(ours_of.get(s, s) for s in folds) | frozenset(sized)
     try:
         other = again(names)
+    except Respecialize:  # (an op's kernel pinned a Dim: converted again from the start)
+        raise
     except Exception as exc:  # noqa: BLE001 - any failure of it (sympy's Mod(n, m) at a
         # divisor that may be 0 raises ZeroDivisionError): the first conversion's verdict
         labels = tep.graph_module.meta.get("safetrace_dim_labels") or {}

@@ -41,7 +41,9 @@ from safetrace.interop.symbols import backed_symint, conversion_env, value_range
 from safetrace.interop.symops import size_op
 from safetrace.interop.torchbind import const_input, custom_obj_input, custom_obj_values
 from safetrace.interop.unbacked import all_bindings, fresh_bindings, known_unbacked
-from safetrace.interop.node_checks import (bind_unbacked, check_narrowing, same_shape, where,
+from safetrace.interop.examples import on_device, real_example
+from safetrace.interop.node_checks import (Respecialize, bind_unbacked, check_narrowing,
+                                          dims_kept, kernel_pinned, same_shape, where,
                                           why_failed)
 from safetrace.interop.hierarchy import (Boundaries, arg_names, call_graph,
                                          stack_fqns)
@@ -96,8 +98,12 @@ def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
     # (a conversion inside the user's own FakeTensorMode: the program is built with its
     # own fake values, outside the user's mode, as torch.export builds its own)
     with outside_modes(), gc_paused():
-        return converted(ep, ("from_zero", strict, verify),
-                         lambda names: _Converter(ep, strict, verify, names))
+        while True:  # (again where an op's kernel pinned a Dim: its values then ours)
+            try:
+                return converted(ep, ("from_zero", strict, verify),
+                                 lambda names: _Converter(ep, strict, verify, names))
+            except Respecialize:
+                continue
 
 
 class _Converter:
@@ -128,6 +134,7 @@ class _Converter:
 
         ep = self.ep
         ours, ordered, calls, self.stacks, env, self.built, self.memo, walk, out = plan_of(ep)
+        self.own = self.memo.setdefault("own", set())  # (ops whose kernels pin a Dim)
         # (our node -> its value's meta tensors, where all sizes and strides are ints:
         # `FakeBuilder.value`'s, kept per program; none while verifying)
         self.static_values = None if self.verify else self.memo.setdefault("static", {})
@@ -439,12 +446,17 @@ class _Converter:
                     isinstance(args[0].meta.get("val"), (tuple, list)):
                 new.meta["val"] = args[0].meta["val"][args[1]]  # a part of a value made
                 return
+        mark = len(self.shape_env.replacements)  # (a kernel pinning a Dim adds one)
         try:
-            val = self._from_ours(node) if target in SPECIALIZING else \
+            val = self._from_ours(node) if target in SPECIALIZING or target in self.own else \
                 self._size_of(args) if target is _SIZE and not (kwargs or self.verify) \
                 else self._run(target, args, kwargs)
+        except Respecialize:  # (a subgraph's node, inside a control-flow op)
+            raise
         except Exception as exc:  # noqa: BLE001 - reraised with the node that failed
             raise why_failed(node, target, exc, self.ep.graph) from exc
+        if len(self.shape_env.replacements) != mark:
+            kernel_pinned(self, node, target, mark)
         new.meta["val"] = val
         bindings = all_bindings(self.shape_env, val)
         if bindings:
@@ -556,6 +568,7 @@ class _Converter:
     def _range_constraints(self) -> dict:
         """Our ranges for our input symbols (never the ranges torch's guards narrowed),
         torch's own for the data-dependent symbols it created."""
+        dims_kept(self)  # (each dynamic Dim of ours is one of torch's symbols still)
         out = {}
         roots = self.emitter.root_ranges()
         for sym, vr in self.shape_env.var_to_range.items():
@@ -599,7 +612,7 @@ class _Converter:
             val = ph.meta.get("val")
             if isinstance(val, torch.Tensor) and isinstance(leaves[leaf], torch.Tensor) and \
                     leaves[leaf].device != val.device:
-                leaves[leaf] = _on_device(leaves[leaf], val)
+                leaves[leaf] = on_device(leaves[leaf], val)
         spec = self.ep.in_spec
         known = self.memo.get("positional")  # (the plan's: found once per input spec)
         if known is None or known[0] is not spec:
@@ -610,19 +623,6 @@ class _Converter:
         return tuple(args), dict(kwargs)
 
 
-def _on_device(stand_in: torch.Tensor, val: Any) -> torch.Tensor:
-    """`stand_in` on `val`'s device; for a device this build cannot hold data on (fake
-    inputs given a CUDA ``fake_device`` on a CPU build) a fake tensor of `val`'s mode."""
-    kind = val.device.type
-    module = getattr(torch, kind, None)
-    available = kind in ("cpu", "meta") or getattr(module, "is_available", lambda: True)()
-    mode = getattr(val, "fake_mode", None)
-    if available or mode is None:
-        return stand_in.to(val.device)
-    with mode:
-        return torch.zeros(stand_in.shape, dtype=stand_in.dtype, device=val.device)
-
-
 def module_call_graph(ep: Any) -> list:
     """``ep.module_call_graph``: from the program alone, or the conversion's where a call
     signature is preserved (its arguments name the converted graph's nodes)."""
@@ -630,14 +630,3 @@ def module_call_graph(ep: Any) -> list:
     if tree is not None and tree.calls:
         return convert(ep).module_call_graph
     return call_graph(ep, ep.graph, {}, arg_names(ep))
-
-
-def real_example(val: Any, ep: Any, leaf: int) -> None:
-    """The example input `leaf` as fake `val`'s ``real_tensor``, as torch's placeholders
-    carry theirs under ``fake_tensor_propagate_real_tensors`` (its ``run_decompositions``
-    then infers a custom op's missing fake kernel from a run of the real one)."""
-    leaves = _pytree.tree_leaves(ep.example_inputs or ((), {}))
-    if len(leaves) == len(ep.contract.inputs) and isinstance(leaves[leaf], torch.Tensor) \
-            and isinstance(val, torch.Tensor) and val.dim() == leaves[leaf].dim():
-        with outside_modes():  # (a copy of the user's tensor, not a fake one)
-            val.real_tensor = leaves[leaf].detach().clone()
