@@ -48,6 +48,7 @@ from safetrace.interop.node_checks import (Respecialize, bind_unbacked, check_na
 from safetrace.interop.hierarchy import (Boundaries, arg_names, call_graph,
                                          stack_fqns)
 from safetrace.interop.input_guards import input_guards, with_guards
+from safetrace.interop.branch_writes import write_back
 from safetrace.interop.cond_merge import unaliased_outputs
 from safetrace.interop.quoted_guards import quoted_paths
 from safetrace.interop.sections import split_sections
@@ -76,6 +77,7 @@ _REPLACE = {builtins.min: torch.sym_min, builtins.max: torch.sym_max,
 _DROP = (operator.pos,)
 _CONTIGUOUS, _SIZE = torch.ops.aten.contiguous.default, torch.ops.aten.sym_size.int
 _SLICE = torch.ops.aten.slice.Tensor
+_COND = torch.ops.higher_order.cond
 _NO_VALUE = (torch.ops.aten._assert_tensor_metadata.default,
              torch.ops.aten._assert_scalar.default, torch.ops.aten._assert_async.msg)
 
@@ -398,6 +400,9 @@ class _Converter:
                 raise EI.unrepresentable_call(node.name, target, where(node))
             target, args = rebuild_call(self, args)
         self._op(node, target, args, kwargs)
+        if target is _COND and not getattr(self, "branch_depth", 0):
+            # (a branch's in-place write of a user input, made functional for torch's cond)
+            write_back(self, node, set(self.ep.graph_signature.user_inputs))
 
     def _op(self, node: torch.fx.Node, target: Any, args: tuple, kwargs: dict) -> None:
         """Append `node`'s call of `target` (torch's form of it) and its value."""

@@ -12,7 +12,7 @@ import pytest
 _TOOLS = {"test_onnx_aoti", "test_executorch", "test_decompositions",
           "test_decompose_control_flow", "test_unflatten", "test_saved",
           "test_retrace_decisions", "test_executorch_plans",
-          "test_aoti_decisions", "test_retrace_oblivious"}
+          "test_aoti_decisions", "test_retrace_oblivious", "test_branch_input_writes"}
 
 
 @pytest.fixture(autouse=True)
