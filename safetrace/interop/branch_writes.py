@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from safetrace.interop.hops import memory_of
 from safetrace.trace.hops import submodules
 
 _COND = torch.ops.higher_order.cond
@@ -44,8 +45,6 @@ def written_outputs(branch: Any) -> dict[int, int]:
 
 def _written(branch: Any) -> set:
     """The placeholders of `branch` that an op in it writes in place."""
-    from safetrace.interop.hops import memory_of
-
     found = set()
     for n in branch.graph.nodes:
         if n.op != "call_function":

@@ -412,6 +412,13 @@ GOLDEN['unlisted_op'] = ('LoadError', "node 'y': calls torch.ops.aten.clip.defau
 CASES['cuda_device'] = lambda: load_errors.cuda_device("node 'z': aten.zeros.default argument 'device'", "cuda:0")
 GOLDEN['cuda_device'] = ('LoadError', "node 'z': aten.zeros.default argument 'device': names the device cuda:0: calling the program would start CUDA (its runtime, memory on the GPU), which st.load allows only when asked\nFix: if the program was exported on a GPU and you trust the file, st.load(path, allow_cuda=True)")
 CASES['cuda_absent'] = lambda: load_errors.cuda_absent("cuda:127", 2)
+
+# a size split whose sides cannot be joined (exporter/splits.py, relation_splits.py)
+CASES['sides_unjoined'] = lambda: E.sides_unjoined(E.declared_space([E.Violation(
+    "x.shape[1] (Dim('d'))", "was specialized to >= 3 (from `if x.shape[1] >= y.numel():` "
+    "at m.py:2).", "narrow it: Dim('d', min=3)")], "    dynamic_shapes = {'x': (None, 3)}"),
+    "output 0 is int64 of rank 2 on one side, bool of rank 2 on the other")
+GOLDEN['sides_unjoined'] = ('DeclaredSpaceViolation', "the traced program does not work for the whole declared input space (1 problem; in torch.export's words: Constraints violated (d)!):\n  - x.shape[1] (Dim('d')) was specialized to >= 3 (from `if x.shape[1] >= y.numel():` at m.py:2).\n    Fix: narrow it: Dim('d', min=3)\nBoth sides of that branch were traced (a size split): output 0 is int64 of rank 2 on one side, bool of rank 2 on the other. One graph returns one dtype and rank per output, a torch.cond's branches too, so no program holds both: narrow the Dim as below, or make both sides return the same dtype and number of dims (a `.to(dtype)`, a `reshape`), which the export then splits on.\nSuggested fix (all problems at once):\n    dynamic_shapes = {'x': (None, 3)}")
 GOLDEN['cuda_absent'] = ('RuntimeAssertionError', "the loaded program names the device cuda:127, but this process has 2 CUDA devices (cuda:0 to cuda:1)\nFix: run the program where that device exists, or re-export it on the device it will run on and save it again")
 CASES['meta_device'] = lambda: load_errors.meta_device("node 'z': aten.zeros.default argument 'device'")
 GOLDEN['meta_device'] = ('LoadError', "node 'z': aten.zeros.default argument 'device': names the meta device: a tensor made there has no data (a call on real tensors would fail where it is read, or return it in place of the values the program computes)\nFix: export on the device the program will run on: a model made on meta, model.to_empty(device='cpu') with example inputs on the CPU, then st.save(ep, path, weights=False) and st.load(path, weights=...)")
