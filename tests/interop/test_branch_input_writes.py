@@ -5,6 +5,7 @@ cond took the side made functional and the caller's tensor kept its old values (
 
 from __future__ import annotations
 
+import functools
 import io
 
 import pytest
@@ -24,6 +25,7 @@ class WritesInSplit(torch.nn.Module):
         return v1, y
 
 
+@functools.cache  # (one export and its conversions for every test here: ~2 s each)
 def _export():
     D = st.Dim
     return st.export(WritesInSplit(), (torch.randn(1, 3),),
@@ -32,6 +34,7 @@ def _export():
                                      "z": {0: D.DYNAMIC, 1: D("d1")}})
 
 
+@functools.cache
 def _ways(ep):
     saved = io.BytesIO()
     st.save(ep, saved)
