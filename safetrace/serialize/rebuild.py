@@ -466,10 +466,11 @@ class Builder(StateReader):
             if path not in known:
                 raise fail(f"constant_aliases[{i}]", f"{path[:40]!r} is not the path of a "
                                                      "constant of the program")
-        every = [*named, *aliases, *buffers]
-        if len(set(every)) != len(every):
-            twice = next(k for k in every if every.count(k) > 1)
-            raise fail("constant_paths", f"{twice[:40]!r} names two tensors of the program")
+        seen: set = set()
+        for k in (*named, *aliases, *buffers):  # (one pass: a file's list may be long)
+            if k in seen:
+                raise fail("constant_paths", f"{k[:40]!r} names two tensors of the program")
+            seen.add(k)
         return paths, aliases
 
     def _pairs(self, key: str, kind: type) -> dict:
